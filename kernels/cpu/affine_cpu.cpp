@@ -1,0 +1,308 @@
+// CPU kernels of the affine ops: validate with the shared checks, then walk the tensor in
+// segments of constant (or per-element) qparams and hand each to the ISA's microkernel,
+// in parallel with at::parallel_for.
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/affine_ops.h"
+#include "kernels/cpu/affine_microkernels.h"
+
+namespace pt2q {
+namespace {
+
+using cpu::AffineKernels;
+using cpu::QDomain;
+using cpu::QuantParams;
+
+int floatKind(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return static_cast<int>(cpu::FloatKind::kF32);
+    case at::kBFloat16: return static_cast<int>(cpu::FloatKind::kBF16);
+    case at::kHalf: return static_cast<int>(cpu::FloatKind::kF16);
+    default: TORCH_INTERNAL_ASSERT(false, "not a float kind: ", t);
+  }
+}
+
+int codeKind(at::ScalarType t) {
+  switch (t) {
+    case at::kChar: return static_cast<int>(cpu::CodeKind::kI8);
+    case at::kByte: return static_cast<int>(cpu::CodeKind::kU8);
+    case at::kShort: return static_cast<int>(cpu::CodeKind::kI16);
+    case at::kUInt16: return static_cast<int>(cpu::CodeKind::kU16);
+    case at::kInt: return static_cast<int>(cpu::CodeKind::kI32);
+    default: TORCH_INTERNAL_ASSERT(false, "not a code kind: ", t);
+  }
+}
+
+QDomain qdomain(ZeroPointDomain d) {
+  switch (d) {
+    case ZeroPointDomain::kInt: return QDomain::kInt;
+    case ZeroPointDomain::kFloat: return QDomain::kFloat;
+    case ZeroPointDomain::kNone: return QDomain::kNone;
+  }
+  return QDomain::kInt;
+}
+
+// How the contiguous tensor is cut into work: rows of the innermost dimension, split into
+// tiles when there are too few rows to keep every thread busy.
+struct Segments {
+  int64_t row_len = 1;   // L, size of the innermost dimension
+  int64_t rows = 1;
+  int64_t blk = 1;       // block size along the innermost dimension
+  bool per_element = false;  // qparams change at every innermost index (per-channel on dim -1)
+  int64_t tile = 1;
+  int64_t tiles_per_row = 1;
+};
+
+Segments makeSegments(const BlockLayout& l, int64_t numel, bool align_tiles_to_blocks) {
+  Segments s;
+  if (l.sizes.empty() || numel == 0) return s;
+  s.row_len = l.sizes.back();
+  s.rows = numel / s.row_len;
+  s.blk = l.block.back();
+  s.per_element = s.blk == 1 && s.row_len > 1;
+  s.tile = s.row_len;
+  const int64_t want = 4 * static_cast<int64_t>(at::get_num_threads());
+  constexpr int64_t kMinTile = 4096;
+  if (s.rows < want && s.row_len >= 2 * kMinTile) {
+    const int64_t splits = std::min<int64_t>((want + s.rows - 1) / s.rows, s.row_len / kMinTile);
+    int64_t tile = (s.row_len + splits - 1) / splits;
+    const int64_t align = (align_tiles_to_blocks && !s.per_element) ? s.blk : 64;
+    tile = (tile + align - 1) / align * align;
+    s.tile = std::min(tile, s.row_len);
+  }
+  s.tiles_per_row = (s.row_len + s.tile - 1) / s.tile;
+  return s;
+}
+
+// Offset of the first qparam of `row` in the contiguous qparam array.
+int64_t rowQParamBase(const BlockLayout& l, int64_t row) {
+  int64_t base = 0;
+  for (int64_t d = static_cast<int64_t>(l.sizes.size()) - 2; d >= 0; --d) {
+    const int64_t i = row % l.sizes[d];
+    row /= l.sizes[d];
+    base += (i / l.block[d]) * l.qstride[d];
+  }
+  return base;
+}
+
+// Calls fn(elem_offset, n, qparam_offset, qp_stride) for every segment, in parallel.
+template <typename Fn>
+void forEachSegment(const BlockLayout& l, int64_t numel, bool align_tiles, Fn&& fn, bool parallel = true) {
+  if (numel == 0) return;
+  if (l.sizes.empty()) {  // 0-d tensor
+    fn(0, 1, 0, 0);
+    return;
+  }
+  const Segments s = makeSegments(l, numel, align_tiles);
+  const int64_t items = s.rows * s.tiles_per_row;
+  const int64_t grain = std::max<int64_t>(1, 32768 / s.tile);
+  auto work = [&](int64_t b, int64_t e) {
+    int64_t cached_row = -1, base = 0;
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t row = it / s.tiles_per_row;
+      const int64_t c0 = (it % s.tiles_per_row) * s.tile;
+      const int64_t c1 = std::min(s.row_len, c0 + s.tile);
+      if (row != cached_row) {
+        base = rowQParamBase(l, row);
+        cached_row = row;
+      }
+      const int64_t off = row * s.row_len;
+      if (s.per_element) {
+        fn(off + c0, c1 - c0, base + c0, 1);
+        continue;
+      }
+      for (int64_t c = c0; c < c1;) {
+        const int64_t j = c / s.blk;
+        const int64_t end = std::min(c1, (j + 1) * s.blk);
+        fn(off + c, end - c, base + j, 0);
+        c = end;
+      }
+    }
+  };
+  if (parallel) {
+    at::parallel_for(0, items, grain, work);
+  } else {
+    work(0, items);
+  }
+}
+
+QuantParams quantParams(const AffineArgs& a) {
+  return QuantParams{a.range.qmin, a.range.qmax, qdomain(a.domain)};
+}
+
+const float* zpPtr(const AffineArgs& a) {
+  return a.zp.defined() ? a.zp.const_data_ptr<float>() : nullptr;
+}
+
+at::Tensor quantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
+                             const std::optional<at::Tensor>& zero_point, at::ScalarType output_dtype,
+                             std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
+                             c10::string_view zero_point_domain) {
+  const char* op = "quantize_affine";
+  checkFloatInput(input, op, "input");
+  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, output_dtype, quant_min,
+                                         quant_max, zero_point_domain);
+  const at::Tensor x = input.contiguous();
+  at::Tensor q = at::empty(input.sizes(), input.options().dtype(a.qdtype.storage));
+  const auto fn = cpu::affineKernels().quantize[floatKind(x.scalar_type())][codeKind(a.qdtype.storage)];
+  const QuantParams p = quantParams(a);
+  const auto* xb = static_cast<const char*>(x.const_data_ptr());
+  auto* qb = static_cast<char*>(q.data_ptr());
+  const int64_t xs = x.element_size(), qsz = q.element_size();
+  const float* s = a.scale.const_data_ptr<float>();
+  const float* z = zpPtr(a);
+  forEachSegment(a.layout, x.numel(), /*align_tiles=*/true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+    fn(xb + off * xs, qb + off * qsz, n, s + qo, z ? z + qo : nullptr, qs, p);
+  });
+  return q;
+}
+
+at::Tensor dequantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
+                               const std::optional<at::Tensor>& zero_point, at::ScalarType input_dtype,
+                               std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
+                               c10::string_view zero_point_domain, at::ScalarType output_dtype) {
+  const char* op = "dequantize_affine";
+  checkFloatDtype(output_dtype, op, "output_dtype");
+  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, input_dtype, quant_min,
+                                         quant_max, zero_point_domain);
+  TORCH_CHECK_TYPE(input.scalar_type() == a.qdtype.storage, op, ": input holds ", input.scalar_type(),
+                   " but input_dtype ", input_dtype, " is stored as ", a.qdtype.storage);
+  const at::Tensor q = input.contiguous();
+  at::Tensor y = at::empty(input.sizes(), input.options().dtype(output_dtype));
+  const auto fn = cpu::affineKernels().dequantize[codeKind(q.scalar_type())][floatKind(output_dtype)];
+  const QuantParams p = quantParams(a);
+  const auto* qb = static_cast<const char*>(q.const_data_ptr());
+  auto* yb = static_cast<char*>(y.data_ptr());
+  const int64_t qsz = q.element_size(), ys = y.element_size();
+  const float* s = a.scale.const_data_ptr<float>();
+  const float* z = zpPtr(a);
+  forEachSegment(a.layout, q.numel(), true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+    fn(qb + off * qsz, yb + off * ys, n, s + qo, z ? z + qo : nullptr, qs, p);
+  });
+  return y;
+}
+
+std::tuple<at::Tensor, at::Tensor> fakeQuantizeImpl(const at::Tensor& input, at::IntArrayRef block_size,
+                                                    const at::Tensor& scale,
+                                                    const std::optional<at::Tensor>& zero_point,
+                                                    at::ScalarType quant_dtype, std::optional<int64_t> quant_min,
+                                                    std::optional<int64_t> quant_max,
+                                                    c10::string_view zero_point_domain, bool want_mask) {
+  const char* op = "fake_quantize_affine";
+  checkFloatInput(input, op, "input");
+  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, quant_dtype, quant_min,
+                                         quant_max, zero_point_domain);
+  const at::Tensor x = input.contiguous();
+  at::Tensor y = at::empty(input.sizes(), input.options());
+  at::Tensor mask = want_mask ? at::empty(input.sizes(), input.options().dtype(at::kBool)) : at::Tensor();
+  const auto fn = cpu::affineKernels().fake_quantize[floatKind(x.scalar_type())];
+  const QuantParams p = quantParams(a);
+  const auto* xb = static_cast<const char*>(x.const_data_ptr());
+  auto* yb = static_cast<char*>(y.data_ptr());
+  auto* mb = want_mask ? reinterpret_cast<uint8_t*>(mask.data_ptr<bool>()) : nullptr;
+  const int64_t es = x.element_size();
+  const float* s = a.scale.const_data_ptr<float>();
+  const float* z = zpPtr(a);
+  forEachSegment(a.layout, x.numel(), true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+    fn(xb + off * es, yb + off * es, mb ? mb + off : nullptr, n, s + qo, z ? z + qo : nullptr, qs, p);
+  });
+  return {y, mask};
+}
+
+at::Tensor fakeQuantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
+                                 const std::optional<at::Tensor>& zero_point, at::ScalarType quant_dtype,
+                                 std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
+                                 c10::string_view zero_point_domain) {
+  return std::get<0>(fakeQuantizeImpl(input, block_size, scale, zero_point, quant_dtype, quant_min, quant_max,
+                                      zero_point_domain, false));
+}
+
+std::tuple<at::Tensor, at::Tensor> fakeQuantizeAffineCachemaskCpu(
+    const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
+    const std::optional<at::Tensor>& zero_point, at::ScalarType quant_dtype, std::optional<int64_t> quant_min,
+    std::optional<int64_t> quant_max, c10::string_view zero_point_domain) {
+  return fakeQuantizeImpl(input, block_size, scale, zero_point, quant_dtype, quant_min, quant_max,
+                          zero_point_domain, true);
+}
+
+// Per-block min/max. Few blocks: every thread folds into its own copy, merged at the end, so
+// even a per-tensor reduction uses all threads. Many blocks: tiles are aligned to blocks, so
+// threads write disjoint blocks directly; only when blocks span rows (a block > 1 on an outer
+// dimension) with many blocks does it fall back to one thread.
+void blockMinMax(const at::Tensor& x, const BlockLayout& l, float* mn, float* mx) {
+  const auto fn = cpu::affineKernels().minmax[floatKind(x.scalar_type())];
+  const auto* xb = static_cast<const char*>(x.const_data_ptr());
+  const int64_t es = x.element_size();
+  const int64_t nb = l.num_blocks;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  std::fill(mn, mn + nb, kInf);
+  std::fill(mx, mx + nb, -kInf);
+  const int64_t threads = at::get_num_threads();
+  if (nb * threads <= (int64_t(1) << 20)) {
+    std::vector<float> lmn(nb * threads, kInf), lmx(nb * threads, -kInf);
+    forEachSegment(l, x.numel(), false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+      const int64_t t = at::get_thread_num();
+      fn(xb + off * es, n, lmn.data() + t * nb + qo, lmx.data() + t * nb + qo, qs);
+    });
+    for (int64_t t = 0; t < threads; ++t) {
+      for (int64_t i = 0; i < nb; ++i) {
+        const float a = lmn[t * nb + i], b = lmx[t * nb + i];
+        mn[i] = (std::isnan(a) || a < mn[i]) ? a : mn[i];
+        mx[i] = (std::isnan(b) || b > mx[i]) ? b : mx[i];
+      }
+    }
+    return;
+  }
+  bool rows_share_blocks = false;
+  for (size_t d = 0; d + 1 < l.sizes.size(); ++d) rows_share_blocks |= l.block[d] > 1;
+  if (!rows_share_blocks) {
+    forEachSegment(l, x.numel(), true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+      fn(xb + off * es, n, mn + qo, mx + qo, qs);
+    });
+    return;
+  }
+  forEachSegment(
+      l, x.numel(), true,
+      [&](int64_t off, int64_t n, int64_t qo, int64_t qs) { fn(xb + off * es, n, mn + qo, mx + qo, qs); },
+      /*parallel=*/false);
+}
+
+std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineCpu(
+    const at::Tensor& input, c10::string_view mapping_type, at::IntArrayRef block_size,
+    at::ScalarType target_dtype, std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
+    std::optional<double> eps, std::optional<at::ScalarType> scale_dtype,
+    std::optional<at::ScalarType> zero_point_dtype, c10::string_view zero_point_domain) {
+  const char* op = "choose_qparams_affine";
+  checkFloatInput(input, op, "input");
+  const MappingType mapping = parseMappingType(mapping_type, op);
+  const ZeroPointDomain domain = parseZeroPointDomain(zero_point_domain, op);
+  const QuantDtype qdtype = quantDtype(target_dtype, op, "target_dtype");
+  const QuantRange range = resolveQuantRange(qdtype, quant_min, quant_max, op);
+  checkChooseQParamsArgs(mapping, domain, range, qdtype, scale_dtype, zero_point_dtype);
+  const BlockLayout layout = makeBlockLayout(input.sizes(), block_size, op);
+  TORCH_CHECK_VALUE(input.numel() > 0, op, ": input is empty (shape ", formatList(input.sizes()),
+                    "); there is no range to choose qparams from");
+  const at::Tensor x = input.contiguous();
+  at::Tensor min_val = at::empty({layout.num_blocks}, x.options().dtype(at::kFloat));
+  at::Tensor max_val = at::empty({layout.num_blocks}, x.options().dtype(at::kFloat));
+  blockMinMax(x, layout, min_val.data_ptr<float>(), max_val.data_ptr<float>());
+  return finishChooseQParams(min_val, max_val, layout, mapping, qdtype, range, eps, scale_dtype, zero_point_dtype,
+                             domain);
+}
+
+}  // namespace
+}  // namespace pt2q
+
+TORCH_LIBRARY_IMPL(pt2q, CPU, m) {
+  m.impl("choose_qparams_affine", &pt2q::chooseQParamsAffineCpu);
+  m.impl("quantize_affine", &pt2q::quantizeAffineCpu);
+  m.impl("dequantize_affine", &pt2q::dequantizeAffineCpu);
+  m.impl("fake_quantize_affine", &pt2q::fakeQuantizeAffineCpu);
+  m.impl("fake_quantize_affine_cachemask", &pt2q::fakeQuantizeAffineCachemaskCpu);
+}

@@ -1,0 +1,69 @@
+// Picks the microkernel table for this CPU once per process. Every table computes identical
+// results (tested in tests/kernels/affine_microkernels_test.cpp); they differ only in speed.
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/affine_microkernels.h"
+
+namespace pt2q::cpu {
+namespace {
+
+bool cpuHas(Isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+  switch (isa) {
+    case Isa::kGeneric: return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }
+  return false;
+#else
+  return isa == Isa::kGeneric;
+#endif
+}
+
+const AffineKernels& tableFor(Isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (isa == Isa::kAvx512) return affineKernelsAvx512();
+  if (isa == Isa::kAvx2) return affineKernelsAvx2();
+#endif
+  return affineKernelsGeneric();
+}
+
+// PT2Q_CPU_ISA caps the ISA; unknown values are an error rather than a silent fallback.
+Isa maxAllowedIsa() {
+  const char* env = std::getenv("PT2Q_CPU_ISA");
+  if (env == nullptr || *env == '\0') return Isa::kAvx512;
+  const std::string v(env);
+  if (v == "generic") return Isa::kGeneric;
+  if (v == "avx2") return Isa::kAvx2;
+  if (v == "avx512") return Isa::kAvx512;
+  throw std::invalid_argument("PT2Q_CPU_ISA must be generic, avx2 or avx512, got '" + v + "'");
+}
+
+}  // namespace
+
+const AffineKernels& affineKernels() {
+  static const AffineKernels* chosen = [] {
+    const Isa cap = maxAllowedIsa();
+    for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
+      if (static_cast<int>(isa) <= static_cast<int>(cap) && cpuHas(isa)) return &tableFor(isa);
+    }
+    return &tableFor(Isa::kGeneric);
+  }();
+  return *chosen;
+}
+
+std::vector<const AffineKernels*> availableAffineKernels() {
+  std::vector<const AffineKernels*> out;
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
+    if (cpuHas(isa)) out.push_back(&tableFor(isa));
+  }
+  return out;
+}
+
+}  // namespace pt2q::cpu

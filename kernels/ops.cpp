@@ -1,0 +1,50 @@
+// Every pt2q operator schema, in one TORCH_LIBRARY block. Implementations live in reference/
+// (CompositeExplicitAutograd), cpu/, cuda/, meta/ and autograd/; semantics in kernels/README.md.
+#include <torch/library.h>
+
+TORCH_LIBRARY(pt2q, m) {
+  // ---- Affine quantization primitives -------------------------------------------------------
+  // Granularity is a block size per dimension, as in torchao: block_size[d] == input.size(d)
+  // shares one qparam along d, 1 gives every index its own, anything between forms groups that
+  // must divide the dimension. Per-tensor, per-channel (any axis), per-group and per-token are
+  // all spelled this way. scale / zero_point hold one value per block, in any shape with that
+  // many elements (choose_qparams_affine returns torchao's shape: the reduced dims dropped).
+  //
+  // zero_point_domain: "int"   q = clamp(round(x * (1/s)) + zp)            x' = (q - zp) * s
+  //                    "float" q = clamp(round((x - (zp - s*mid)) / s))    x' = (q - mid) * s + zp
+  //                    "none"  q = clamp(round(x * (1/s)))                 x' = q * s
+  // with round = half to even, mid = (qmin + qmax + 1) / 2, arithmetic in fp32.
+  // Target dtypes: int8, uint8, int16, uint16, int32, and torch.int1..int7 / uint1..uint7
+  // (held in int8 / uint8, range of the narrow type).
+  m.def(
+      "choose_qparams_affine(Tensor input, str mapping_type, SymInt[] block_size, ScalarType target_dtype, "
+      "int? quant_min=None, int? quant_max=None, float? eps=None, ScalarType? scale_dtype=None, "
+      "ScalarType? zero_point_dtype=None, str zero_point_domain=\"int\") -> (Tensor scale, Tensor zero_point)");
+  m.def(
+      "quantize_affine(Tensor input, SymInt[] block_size, Tensor scale, Tensor? zero_point, ScalarType output_dtype, "
+      "int? quant_min=None, int? quant_max=None, str zero_point_domain=\"int\") -> Tensor");
+  m.def(
+      "dequantize_affine(Tensor input, SymInt[] block_size, Tensor scale, Tensor? zero_point, ScalarType input_dtype, "
+      "int? quant_min=None, int? quant_max=None, str zero_point_domain=\"int\", *, "
+      "ScalarType output_dtype=float) -> Tensor");
+  // Quantize then dequantize in one pass; output has the input's dtype. Differentiable:
+  // straight-through gradient where round(x/s)+zp lies in [qmin, qmax], zero elsewhere.
+  m.def(
+      "fake_quantize_affine(Tensor input, SymInt[] block_size, Tensor scale, Tensor? zero_point, "
+      "ScalarType quant_dtype, int? quant_min=None, int? quant_max=None, str zero_point_domain=\"int\") -> Tensor");
+  // Same, plus the boolean mask of elements whose unclamped code is inside [qmin, qmax] (the
+  // gradient mask); what the autograd kernel of fake_quantize_affine saves for backward.
+  m.def(
+      "fake_quantize_affine_cachemask(Tensor input, SymInt[] block_size, Tensor scale, Tensor? zero_point, "
+      "ScalarType quant_dtype, int? quant_min=None, int? quant_max=None, str zero_point_domain=\"int\") "
+      "-> (Tensor output, Tensor mask)");
+
+  // ---- int4 packing -------------------------------------------------------------------------
+  // Two 4-bit values per byte along the last dimension (which must be even).
+  //   nibble_order="low_first":  byte[i] = (v[2i] & 0xF) | (v[2i+1] << 4)
+  //   nibble_order="high_first": byte[i] = (v[2i] << 4) | (v[2i+1] & 0xF)
+  // pack_int4 takes int8 in [-8, 7] or uint8 in [0, 15]; unpack_int4 returns int8
+  // (sign-extended) when signed, else uint8.
+  m.def("pack_int4(Tensor input, str nibble_order=\"low_first\") -> Tensor");
+  m.def("unpack_int4(Tensor packed, bool signed=True, str nibble_order=\"low_first\") -> Tensor");
+}

@@ -1,0 +1,33 @@
+// _C.info: what this build is and which kernels it runs, for bug reports and tests.
+#include "python/bindings/info.h"
+
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/affine_microkernels.h"
+#include "proto/file_header.h"
+
+namespace pt2q::python {
+
+void bindInfo(pybind11::module_& m) {
+  m.def("cpu_isa", [] { return std::string(cpu::affineKernels().name); },
+        "ISA of the CPU microkernels in use (generic, avx2, avx512); PT2Q_CPU_ISA caps it.");
+  m.def("available_cpu_isas", [] {
+    std::vector<std::string> out;
+    for (const auto* k : cpu::availableAffineKernels()) out.emplace_back(k->name);
+    return out;
+  });
+  m.def("protobuf_version", &protobufVersion);
+  m.def("format_version", [] { return kFormatVersion; });
+  m.def("encode_file_header", [](const std::string& producer, const std::string& kind) {
+    return pybind11::bytes(encodeFileHeader(FileHeader{kFormatVersion, producer, kind}));
+  });
+  m.def("decode_file_header", [](const std::string& bytes, const std::string& source) {
+    const FileHeader h = decodeFileHeader(bytes, source);
+    return pybind11::make_tuple(h.format_version, h.producer, h.payload_kind);
+  });
+}
+
+}  // namespace pt2q::python

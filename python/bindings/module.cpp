@@ -1,0 +1,11 @@
+// pt2q._C: the extension module. It only calls one bind*() per area; loading it loads
+// libpt2q, whose static initializers register torch.ops.pt2q.*.
+#include <pybind11/pybind11.h>
+
+#include "python/bindings/info.h"
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "pt2q C++ core";
+  auto info = m.def_submodule("info", "build and runtime facts");
+  pt2q::python::bindInfo(info);
+}
