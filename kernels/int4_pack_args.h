@@ -17,4 +17,8 @@ std::vector<int64_t> unpackedShape(at::IntArrayRef sizes);
 /// Error for the first value out of range, naming its index in the input.
 [[noreturn]] void failPackInt4Range(const at::Tensor& input, int64_t flat_index);
 
+/// Reference implementations (plain ATen, any device); kernels/reference/int4_pack.cpp.
+at::Tensor packInt4Ref(const at::Tensor& input, c10::string_view nibble_order);
+at::Tensor unpackInt4Ref(const at::Tensor& packed, bool is_signed, c10::string_view nibble_order);
+
 }  // namespace pt2q

@@ -4,7 +4,6 @@
 #include "kernels/int4_pack_args.h"
 
 namespace pt2q {
-namespace {
 
 at::Tensor packInt4Ref(const at::Tensor& input, c10::string_view nibble_order) {
   const bool high_first = parseNibbleOrder(nibble_order, "pack_int4");
@@ -32,7 +31,6 @@ at::Tensor unpackInt4Ref(const at::Tensor& packed, bool is_signed, c10::string_v
   return pair.reshape(unpackedShape(packed.sizes()));
 }
 
-}  // namespace
 }  // namespace pt2q
 
 TORCH_LIBRARY_IMPL(pt2q, CompositeExplicitAutograd, m) {

@@ -3,9 +3,12 @@
 #include <pybind11/pybind11.h>
 
 #include "python/bindings/info.h"
+#include "python/bindings/reference.h"
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "pt2q C++ core";
   auto info = m.def_submodule("info", "build and runtime facts");
   pt2q::python::bindInfo(info);
+  auto reference = m.def_submodule("reference", "reference (plain ATen) implementations of the ops");
+  pt2q::python::bindReference(reference);
 }

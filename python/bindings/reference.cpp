@@ -1,0 +1,53 @@
+// _C.reference: direct calls of the CompositeExplicitAutograd implementations, which the
+// dispatcher never reaches on CPU/CUDA (the native kernels win there).
+#include "python/bindings/reference.h"
+
+#include <torch/python.h>
+
+#include "kernels/affine_ops.h"
+#include "kernels/int4_pack_args.h"
+
+namespace pt2q::python {
+
+namespace py = pybind11;
+
+void bindReference(py::module_& m) {
+  m.def("choose_qparams_affine",
+        [](const at::Tensor& x, const std::string& mapping, std::vector<int64_t> block, at::ScalarType dt,
+           std::optional<int64_t> qmin, std::optional<int64_t> qmax, std::optional<double> eps,
+           std::optional<at::ScalarType> sdt, std::optional<at::ScalarType> zdt, const std::string& domain) {
+          return chooseQParamsAffineRef(x, mapping, block, dt, qmin, qmax, eps, sdt, zdt, domain);
+        },
+        py::arg("input"), py::arg("mapping_type"), py::arg("block_size"), py::arg("target_dtype"),
+        py::arg("quant_min") = py::none(), py::arg("quant_max") = py::none(), py::arg("eps") = py::none(),
+        py::arg("scale_dtype") = py::none(), py::arg("zero_point_dtype") = py::none(),
+        py::arg("zero_point_domain") = "int");
+  m.def("quantize_affine",
+        [](const at::Tensor& x, std::vector<int64_t> block, const at::Tensor& s, std::optional<at::Tensor> z,
+           at::ScalarType dt, std::optional<int64_t> qmin, std::optional<int64_t> qmax, const std::string& domain) {
+          return quantizeAffineRef(x, block, s, z, dt, qmin, qmax, domain);
+        },
+        py::arg("input"), py::arg("block_size"), py::arg("scale"), py::arg("zero_point"), py::arg("output_dtype"),
+        py::arg("quant_min") = py::none(), py::arg("quant_max") = py::none(), py::arg("zero_point_domain") = "int");
+  m.def("dequantize_affine",
+        [](const at::Tensor& q, std::vector<int64_t> block, const at::Tensor& s, std::optional<at::Tensor> z,
+           at::ScalarType dt, std::optional<int64_t> qmin, std::optional<int64_t> qmax, const std::string& domain,
+           at::ScalarType out) { return dequantizeAffineRef(q, block, s, z, dt, qmin, qmax, domain, out); },
+        py::arg("input"), py::arg("block_size"), py::arg("scale"), py::arg("zero_point"), py::arg("input_dtype"),
+        py::arg("quant_min") = py::none(), py::arg("quant_max") = py::none(), py::arg("zero_point_domain") = "int",
+        py::arg("output_dtype") = at::kFloat);
+  m.def("fake_quantize_affine_cachemask",
+        [](const at::Tensor& x, std::vector<int64_t> block, const at::Tensor& s, std::optional<at::Tensor> z,
+           at::ScalarType dt, std::optional<int64_t> qmin, std::optional<int64_t> qmax, const std::string& domain) {
+          return fakeQuantizeAffineCachemaskRef(x, block, s, z, dt, qmin, qmax, domain);
+        },
+        py::arg("input"), py::arg("block_size"), py::arg("scale"), py::arg("zero_point"), py::arg("quant_dtype"),
+        py::arg("quant_min") = py::none(), py::arg("quant_max") = py::none(), py::arg("zero_point_domain") = "int");
+  m.def("pack_int4", [](const at::Tensor& x, const std::string& order) { return packInt4Ref(x, order); },
+        py::arg("input"), py::arg("nibble_order") = "low_first");
+  m.def("unpack_int4",
+        [](const at::Tensor& p, bool is_signed, const std::string& order) { return unpackInt4Ref(p, is_signed, order); },
+        py::arg("packed"), py::arg("signed") = true, py::arg("nibble_order") = "low_first");
+}
+
+}  // namespace pt2q::python

@@ -1,0 +1,55 @@
+"""Each CPU ISA's kernels (generic, AVX2, AVX-512), selected with PT2Q_CPU_ISA in a fresh
+process, give the same bits as the reference through the public ops."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import pt2q
+
+SCRIPT = r"""
+import sys, torch, pt2q
+from pt2q import ops
+from tests.kernels.inputs import adversarial
+ref = pt2q._C.reference
+assert pt2q._C.info.cpu_isa() == sys.argv[1], pt2q._C.info.cpu_isa()
+for dt in (torch.float32, torch.bfloat16, torch.float16):
+    for shape, block in (((33, 70), [1, 70]), ((33, 70), [33, 1]), ((8, 96), [1, 32]), ((1, 9001), [1, 9001])):
+        x = adversarial(shape, dt, specials=False)
+        s, z = ops.choose_qparams_affine(x, "asymmetric", block, torch.int8)
+        rs, rz = ref.choose_qparams_affine(x, "asymmetric", block, torch.int8)
+        assert torch.equal(s, rs) and torch.equal(z, rz)
+        x = adversarial(shape, dt, gen_seed=9)
+        for qdt in (torch.int8, torch.uint8, torch.int16, torch.int32):
+            zz = z.clamp(*((0, 255) if qdt == torch.uint8 else (-128, 127)))
+            q = ops.quantize_affine(x, block, s, zz, qdt)
+            assert torch.equal(q, ref.quantize_affine(x, block, s, zz, qdt)), (dt, shape, qdt)
+            d = ops.dequantize_affine(q, block, s, zz, qdt, output_dtype=dt)
+            assert torch.equal(d, ref.dequantize_affine(q, block, s, zz, qdt, output_dtype=dt)), (dt, qdt)
+        f = torch.ops.pt2q.fake_quantize_affine_cachemask(x, block, s, z, torch.int8, None, None, "int")
+        r = ref.fake_quantize_affine_cachemask(x, block, s, z, torch.int8)
+        assert torch.equal(f[0], r[0]) and torch.equal(f[1], r[1])
+p = torch.randint(-8, 8, (5, 600), dtype=torch.int8)
+assert torch.equal(ops.pack_int4(p, "high_first"), ref.pack_int4(p, "high_first"))
+print("ok", sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("isa", ["generic", "avx2", "avx512"])
+def test_isa_matches_reference(isa):
+    if isa not in pt2q._C.info.available_cpu_isas():
+        pytest.skip(f"this CPU cannot run {isa}")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PT2Q_CPU_ISA=isa, PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", SCRIPT, isa], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"ok {isa}" in out.stdout
+
+
+def test_unknown_isa_name_is_an_error():
+    env = dict(os.environ, PT2Q_CPU_ISA="sse9")
+    code = "import torch, pt2q; pt2q.ops.quantize_affine(torch.ones(4), [4], torch.ones(1), None, torch.int8)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "PT2Q_CPU_ISA must be generic, avx2 or avx512, got 'sse9'" in out.stderr
