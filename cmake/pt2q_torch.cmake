@@ -31,6 +31,17 @@ find_library(PT2Q_LIBTORCH_CPU torch_cpu PATHS ${PT2Q_TORCH_LIB_DIR} NO_DEFAULT_
 find_library(PT2Q_LIBC10 c10 PATHS ${PT2Q_TORCH_LIB_DIR} NO_DEFAULT_PATH REQUIRED)
 find_library(PT2Q_LIBTORCH_PYTHON torch_python PATHS ${PT2Q_TORCH_LIB_DIR} NO_DEFAULT_PATH)
 target_link_libraries(pt2q_torch INTERFACE ${PT2Q_LIBTORCH} ${PT2Q_LIBTORCH_CPU} ${PT2Q_LIBC10})
+
+# at::parallel_for is a header template whose OpenMP backend is a `#pragma omp parallel`:
+# without -fopenmp it silently runs on one thread. Link the libgomp the wheel ships, so that
+# one OpenMP runtime serves torch and pt2q.
+if(EXISTS ${PT2Q_TORCH_LIB_DIR}/libgomp.so.1)
+  target_compile_options(pt2q_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fopenmp>)
+  target_link_libraries(pt2q_torch INTERFACE ${PT2Q_TORCH_LIB_DIR}/libgomp.so.1)
+else()
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  target_link_libraries(pt2q_torch INTERFACE OpenMP::OpenMP_CXX)
+endif()
 if(PT2Q_TORCH_HAS_CUDA)
   find_library(PT2Q_LIBTORCH_CUDA torch_cuda PATHS ${PT2Q_TORCH_LIB_DIR} NO_DEFAULT_PATH)
   find_library(PT2Q_LIBC10_CUDA c10_cuda PATHS ${PT2Q_TORCH_LIB_DIR} NO_DEFAULT_PATH)

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <vector>
 
@@ -92,6 +94,8 @@ int64_t rowQParamBase(const BlockLayout& l, int64_t row) {
 }
 
 // Calls fn(elem_offset, n, qparam_offset, qp_stride) for every segment, in parallel.
+// align_tiles keeps every block inside one tile (needed when tiles write per-block results
+// directly); element-wise ops leave it off, so even a single per-tensor row splits.
 template <typename Fn>
 void forEachSegment(const BlockLayout& l, int64_t numel, bool align_tiles, Fn&& fn, bool parallel = true) {
   if (numel == 0) return;
@@ -132,8 +136,23 @@ void forEachSegment(const BlockLayout& l, int64_t numel, bool align_tiles, Fn&& 
   }
 }
 
-QuantParams quantParams(const AffineArgs& a) {
-  return QuantParams{a.range.qmin, a.range.qmax, qdomain(a.domain)};
+// Outputs at least this large are written with streaming stores: they cannot stay in the
+// last-level cache anyway (32 MiB on the 2-core EPYC VM pt2q is tuned on), so skipping the
+// read-for-ownership of every destination line saves a third of the write traffic.
+// PT2Q_STREAMING_STORES=0 / 1 forces them off / on (benchmarks, experiments).
+int64_t streamingThresholdBytes() {
+  static const int64_t threshold = [] {
+    const char* env = std::getenv("PT2Q_STREAMING_STORES");
+    if (env != nullptr && std::string(env) == "0") return std::numeric_limits<int64_t>::max();
+    if (env != nullptr && std::string(env) == "1") return int64_t(0);
+    return int64_t(16) << 20;
+  }();
+  return threshold;
+}
+
+QuantParams quantParams(const AffineArgs& a, const at::Tensor& out) {
+  const bool stream = out.numel() * out.element_size() >= streamingThresholdBytes();
+  return QuantParams{a.range.qmin, a.range.qmax, qdomain(a.domain), stream};
 }
 
 const float* zpPtr(const AffineArgs& a) {
@@ -151,13 +170,13 @@ at::Tensor quantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_size
   const at::Tensor x = input.contiguous();
   at::Tensor q = at::empty(input.sizes(), input.options().dtype(a.qdtype.storage));
   const auto fn = cpu::affineKernels().quantize[floatKind(x.scalar_type())][codeKind(a.qdtype.storage)];
-  const QuantParams p = quantParams(a);
+  const QuantParams p = quantParams(a, q);
   const auto* xb = static_cast<const char*>(x.const_data_ptr());
   auto* qb = static_cast<char*>(q.data_ptr());
   const int64_t xs = x.element_size(), qsz = q.element_size();
   const float* s = a.scale.const_data_ptr<float>();
   const float* z = zpPtr(a);
-  forEachSegment(a.layout, x.numel(), /*align_tiles=*/true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+  forEachSegment(a.layout, x.numel(), /*align_tiles=*/false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
     fn(xb + off * xs, qb + off * qsz, n, s + qo, z ? z + qo : nullptr, qs, p);
   });
   return q;
@@ -176,13 +195,13 @@ at::Tensor dequantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_si
   const at::Tensor q = input.contiguous();
   at::Tensor y = at::empty(input.sizes(), input.options().dtype(output_dtype));
   const auto fn = cpu::affineKernels().dequantize[codeKind(q.scalar_type())][floatKind(output_dtype)];
-  const QuantParams p = quantParams(a);
+  const QuantParams p = quantParams(a, y);
   const auto* qb = static_cast<const char*>(q.const_data_ptr());
   auto* yb = static_cast<char*>(y.data_ptr());
   const int64_t qsz = q.element_size(), ys = y.element_size();
   const float* s = a.scale.const_data_ptr<float>();
   const float* z = zpPtr(a);
-  forEachSegment(a.layout, q.numel(), true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+  forEachSegment(a.layout, q.numel(), false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
     fn(qb + off * qsz, yb + off * ys, n, s + qo, z ? z + qo : nullptr, qs, p);
   });
   return y;
@@ -202,14 +221,14 @@ std::tuple<at::Tensor, at::Tensor> fakeQuantizeImpl(const at::Tensor& input, at:
   at::Tensor y = at::empty(input.sizes(), input.options());
   at::Tensor mask = want_mask ? at::empty(input.sizes(), input.options().dtype(at::kBool)) : at::Tensor();
   const auto fn = cpu::affineKernels().fake_quantize[floatKind(x.scalar_type())];
-  const QuantParams p = quantParams(a);
+  const QuantParams p = quantParams(a, y);
   const auto* xb = static_cast<const char*>(x.const_data_ptr());
   auto* yb = static_cast<char*>(y.data_ptr());
   auto* mb = want_mask ? reinterpret_cast<uint8_t*>(mask.data_ptr<bool>()) : nullptr;
   const int64_t es = x.element_size();
   const float* s = a.scale.const_data_ptr<float>();
   const float* z = zpPtr(a);
-  forEachSegment(a.layout, x.numel(), true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+  forEachSegment(a.layout, x.numel(), false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
     fn(xb + off * es, yb + off * es, mb ? mb + off : nullptr, n, s + qo, z ? z + qo : nullptr, qs, p);
   });
   return {y, mask};

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #if defined(PT2Q_VEC_AVX512) || defined(PT2Q_VEC_AVX2)
 #include <immintrin.h>
@@ -49,6 +50,7 @@ struct FloatIO<FloatKind::kF32> {
   using T = float;
   static F load(const T* p) { return Vec::load(p); }
   static void store(T* p, F v) { Vec::store(p, v); }
+  static void stream(T* p, F v) { Vec::streamF32(p, v); }
   static float scalar(T v) { return v; }
   static T fromScalar(float v) { return v; }
 };
@@ -57,6 +59,7 @@ struct FloatIO<FloatKind::kBF16> {
   using T = uint16_t;
   static F load(const T* p) { return Vec::loadBF16(p); }
   static void store(T* p, F v) { Vec::storeBF16(p, v); }
+  static void stream(T* p, F v) { Vec::streamBF16(p, v); }
   static float scalar(T v) { return bf16ToFloat(v); }
   static T fromScalar(float v) { return floatToBF16(v); }
 };
@@ -65,6 +68,7 @@ struct FloatIO<FloatKind::kF16> {
   using T = uint16_t;
   static F load(const T* p) { return Vec::loadF16(p); }
   static void store(T* p, F v) { Vec::storeF16(p, v); }
+  static void stream(T* p, F v) { Vec::streamF16(p, v); }
   static float scalar(T v) { return f16ToFloat(v); }
   static T fromScalar(float v) { return floatToF16(v); }
 };
@@ -150,9 +154,35 @@ inline float midPoint(const QuantParams& p) {
   return static_cast<float>(static_cast<double>(p.qmin + p.qmax + 1) / 2);
 }
 
-template <FloatKind K, typename C>
-void quantize(const void* xv, void* qv, int64_t n, const float* s, const float* z, int64_t qs,
-              const QuantParams& p) {
+// Whether a call writes its output with streaming stores: asked for by the caller (large
+// outputs, see QuantParams::stream_stores), supported by the ISA, and the output aligned to
+// one vector store, so that every full-vector store stays aligned.
+template <typename Out>
+bool useStream(const QuantParams& p, const void* out) {
+  constexpr uintptr_t width = kN * sizeof(Out);
+  return Vec::kHasStream && p.stream_stores && (reinterpret_cast<uintptr_t>(out) % width == 0);
+}
+
+// Full-vector stores: streaming or regular; the tail path (staging buffers) is always regular.
+template <bool S, typename IO>
+void putFloat(typename IO::T* p, F v, int64_t off) {
+  if constexpr (S) {
+    if (off >= 0) return IO::stream(p, v);
+  }
+  IO::store(p, v);
+}
+
+template <bool S, typename C>
+void putCodes(C* p, F v, int64_t off, const QuantParams& q) {
+  if constexpr (S && !std::is_same_v<C, int32_t>) {
+    if (off >= 0) return Vec::streamCodes(p, v);
+  }
+  storeCodes<C>(p, v, q);
+}
+
+template <FloatKind K, typename C, bool S>
+void quantizeImpl(const void* xv, void* qv, int64_t n, const float* s, const float* z, int64_t qs,
+                  const QuantParams& p) {
   using IO = FloatIO<K>;
   const auto* x = static_cast<const typename IO::T*>(xv);
   auto* q = static_cast<C*>(qv);
@@ -160,26 +190,42 @@ void quantize(const void* xv, void* qv, int64_t n, const float* s, const float* 
   const F mid = Vec::set1(midPoint(p));
   const bool has_zp = z != nullptr;
   const Lanes fixed = lanesFor(s, z, 0, p.domain, mid);
-  forEachVector(x, q, n, s, z, qs, [&](const typename IO::T* xp, C* qp, const float* sp, const float* zp, int64_t) {
+  forEachVector(x, q, n, s, z, qs, [&](const typename IO::T* xp, C* qp, const float* sp, const float* zp, int64_t off) {
     const Lanes l = qs ? lanesFor(sp, zp, 1, p.domain, mid) : fixed;
     const F v = unclampedCode(IO::load(xp), l, p.domain, has_zp);
-    storeCodes<C>(qp, Vec::clampNanLow(v, lo, hi), p);
+    putCodes<S, C>(qp, Vec::clampNanLow(v, lo, hi), off, p);
   });
+  if constexpr (S) Vec::fence();
 }
 
-template <typename C, FloatKind K>
-void dequantize(const void* qv, void* yv, int64_t n, const float* s, const float* z, int64_t qs,
-                const QuantParams& p) {
+template <FloatKind K, typename C>
+void quantize(const void* xv, void* qv, int64_t n, const float* s, const float* z, int64_t qs,
+              const QuantParams& p) {
+  if (useStream<C>(p, qv)) return quantizeImpl<K, C, true>(xv, qv, n, s, z, qs, p);
+  quantizeImpl<K, C, false>(xv, qv, n, s, z, qs, p);
+}
+
+template <typename C, FloatKind K, bool S>
+void dequantizeImpl(const void* qv, void* yv, int64_t n, const float* s, const float* z, int64_t qs,
+                    const QuantParams& p) {
   using IO = FloatIO<K>;
   const auto* q = static_cast<const C*>(qv);
   auto* y = static_cast<typename IO::T*>(yv);
   const F mid = Vec::set1(midPoint(p));
   const bool has_zp = z != nullptr;
   const Lanes fixed = lanesFor(s, z, 0, p.domain, mid);
-  forEachVector(q, y, n, s, z, qs, [&](const C* qp, typename IO::T* yp, const float* sp, const float* zp, int64_t) {
+  forEachVector(q, y, n, s, z, qs, [&](const C* qp, typename IO::T* yp, const float* sp, const float* zp, int64_t off) {
     const Lanes l = qs ? lanesFor(sp, zp, 1, p.domain, mid) : fixed;
-    IO::store(yp, dequantCode(Vec::loadCodes(qp), l, p.domain, has_zp, mid));
+    putFloat<S, IO>(yp, dequantCode(Vec::loadCodes(qp), l, p.domain, has_zp, mid), off);
   });
+  if constexpr (S) Vec::fence();
+}
+
+template <typename C, FloatKind K>
+void dequantize(const void* qv, void* yv, int64_t n, const float* s, const float* z, int64_t qs,
+                const QuantParams& p) {
+  if (useStream<typename FloatIO<K>::T>(p, yv)) return dequantizeImpl<C, K, true>(qv, yv, n, s, z, qs, p);
+  dequantizeImpl<C, K, false>(qv, yv, n, s, z, qs, p);
 }
 
 // int32 codes: q - zp in double, as the reference, so codes beyond 2^24 dequantize exactly.
@@ -237,15 +283,11 @@ void fakeQuantizeWide(const void* xv, void* yv, uint8_t* mask, int64_t n, const 
   }
 }
 
-template <FloatKind K>
-void fakeQuantize(const void* xv, void* yv, uint8_t* mask, int64_t n, const float* s, const float* z, int64_t qs,
-                  const QuantParams& p) {
+template <FloatKind K, bool S>
+void fakeQuantizeImpl(const void* xv, void* yv, uint8_t* mask, int64_t n, const float* s, const float* z,
+                      int64_t qs, const QuantParams& p) {
   using IO = FloatIO<K>;
   using T = typename IO::T;
-  if (p.domain == QDomain::kInt && z != nullptr && p.qmax - p.qmin > (int64_t(1) << 24)) {
-    fakeQuantizeWide<K>(xv, yv, mask, n, s, z, qs, p);
-    return;
-  }
   const auto* x = static_cast<const T*>(xv);
   auto* y = static_cast<T*>(yv);
   const F lo = Vec::set1(static_cast<float>(p.qmin)), hi = Vec::set1(static_cast<float>(p.qmax));
@@ -258,7 +300,7 @@ void fakeQuantize(const void* xv, void* yv, uint8_t* mask, int64_t n, const floa
     const F v = unclampedCode(IO::load(xp), l, p.domain, has_zp);
     // + 0 turns a -0 code (round(-0.3)) into +0, as an integer code would be.
     const F c = Vec::add(Vec::clampNanLow(v, lo, hi), Vec::set1(0.0f));
-    IO::store(yp, dequantCode(c, l, p.domain, has_zp, mid));
+    putFloat<S, IO>(yp, dequantCode(c, l, p.domain, has_zp, mid), off);
     if (mask == nullptr) return;
     if (off >= 0) {
       Vec::storeMask(mask + off, Vec::inRange(v, lo, hi));
@@ -268,6 +310,17 @@ void fakeQuantize(const void* xv, void* yv, uint8_t* mask, int64_t n, const floa
       std::memcpy(mask + start, mask_tail, n - start);
     }
   });
+  if constexpr (S) Vec::fence();
+}
+
+template <FloatKind K>
+void fakeQuantize(const void* xv, void* yv, uint8_t* mask, int64_t n, const float* s, const float* z, int64_t qs,
+                  const QuantParams& p) {
+  if (p.domain == QDomain::kInt && z != nullptr && p.qmax - p.qmin > (int64_t(1) << 24)) {
+    return fakeQuantizeWide<K>(xv, yv, mask, n, s, z, qs, p);
+  }
+  if (useStream<typename FloatIO<K>::T>(p, yv)) return fakeQuantizeImpl<K, true>(xv, yv, mask, n, s, z, qs, p);
+  fakeQuantizeImpl<K, false>(xv, yv, mask, n, s, z, qs, p);
 }
 
 template <FloatKind K>

@@ -22,6 +22,9 @@ struct QuantParams {
   int64_t qmin;
   int64_t qmax;
   QDomain domain;
+  /// Write the output with streaming (non-temporal) stores where the ISA has them: faster for
+  /// outputs much larger than the last-level cache, slower for outputs read again soon.
+  bool stream_stores = false;
 };
 
 // Every kernel handles n elements whose qparams are either one value (qp_stride == 0) or one

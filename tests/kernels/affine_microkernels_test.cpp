@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -85,23 +86,34 @@ std::string label(const AffineKernels& k, int64_t n, bool pe, bool zp, QDomain d
          (zp ? " zp" : " no-zp") + " domain=" + std::to_string(static_cast<int>(d));
 }
 
+// A 64-byte aligned view of n elements inside `storage` (streaming stores need alignment).
+template <typename T>
+T* aligned(std::vector<T>& storage, int64_t n) {
+  storage.assign(n + 64, T{});
+  auto addr = reinterpret_cast<uintptr_t>(storage.data());
+  return reinterpret_cast<T*>((addr + 63) / 64 * 64);
+}
+
 template <typename C>
-void checkQuantizeF32(CodeKind ck, int64_t qmin, int64_t qmax) {
+void checkQuantizeF32(CodeKind ck, int64_t qmin, int64_t qmax, bool stream = false) {
   std::mt19937 rng(1234);
   for (const AffineKernels* k : availableAffineKernels()) {
     for (QDomain d : {QDomain::kInt, QDomain::kNone, QDomain::kFloat}) {
       for (bool pe : {false, true}) {
         for (int64_t n : kSizes) {
-          const QuantParams p{qmin, qmax, d};
+          const QuantParams p{qmin, qmax, d, stream};
           const bool has_zp = d != QDomain::kNone;
           const Case c = makeCase(n, pe, has_zp, rng, p);
-          std::vector<C> q(n);
-          std::vector<float> y(n), fq(n);
+          std::vector<C> q_store;
+          std::vector<float> y_store, fq_store;
+          C* q = aligned(q_store, n);
+          float* y = aligned(y_store, n);
+          float* fq = aligned(fq_store, n);
           std::vector<uint8_t> mask(n, 7);
           const float* zp = has_zp ? c.z.data() : nullptr;
-          k->quantize[0][static_cast<int>(ck)](c.x.data(), q.data(), n, c.s.data(), zp, pe, p);
-          k->dequantize[static_cast<int>(ck)][0](q.data(), y.data(), n, c.s.data(), zp, pe, p);
-          k->fake_quantize[0](c.x.data(), fq.data(), mask.data(), n, c.s.data(), zp, pe, p);
+          k->quantize[0][static_cast<int>(ck)](c.x.data(), q, n, c.s.data(), zp, pe, p);
+          k->dequantize[static_cast<int>(ck)][0](q, y, n, c.s.data(), zp, pe, p);
+          k->fake_quantize[0](c.x.data(), fq, mask.data(), n, c.s.data(), zp, pe, p);
           for (int64_t i = 0; i < n; ++i) {
             const int64_t j = pe ? i : 0;
             const auto [code, in] = refCode(c.x[i], c.s[j], zp ? &c.z[j] : nullptr, p);
@@ -125,6 +137,16 @@ TEST(AffineMicrokernelTest, QuantizeInt16MatchesScalarReference) { checkQuantize
 TEST(AffineMicrokernelTest, QuantizeUint16MatchesScalarReference) { checkQuantizeF32<uint16_t>(CodeKind::kU16, 0, 65535); }
 TEST(AffineMicrokernelTest, QuantizeInt32MatchesScalarReference) {
   checkQuantizeF32<int32_t>(CodeKind::kI32, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+}
+
+// Streaming (non-temporal) stores write the same bits as regular stores.
+TEST(AffineMicrokernelTest, StreamingStoresMatchScalarReference) {
+  checkQuantizeF32<int8_t>(CodeKind::kI8, -128, 127, /*stream=*/true);
+  checkQuantizeF32<uint8_t>(CodeKind::kU8, 0, 255, true);
+  checkQuantizeF32<int16_t>(CodeKind::kI16, -32768, 32767, true);
+  checkQuantizeF32<uint16_t>(CodeKind::kU16, 0, 65535, true);
+  checkQuantizeF32<int32_t>(CodeKind::kI32, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(),
+                            true);
 }
 
 // int32 codes saturate at 2^31 - 1 although fp32 rounds that bound up to 2^31.
@@ -191,7 +213,7 @@ TEST(AffineMicrokernelTest, HalfTypesAgreeAcrossIsas) {
       std::vector<uint16_t> x(n);
       for (auto& v : x) v = static_cast<uint16_t>(bits(rng));
       std::vector<float> s(std::max<int64_t>(n, 1), 0.37f), z(std::max<int64_t>(n, 1), -3.0f);
-      const QuantParams p{-128, 127, QDomain::kInt};
+      const QuantParams p{-128, 127, QDomain::kInt, /*stream_stores=*/n % 2 == 1};
       std::vector<int8_t> q0(n), q1(n);
       std::vector<uint16_t> y0(n), y1(n), f0(n), f1(n);
       std::vector<uint8_t> m0(n), m1(n);

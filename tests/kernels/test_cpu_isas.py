@@ -37,12 +37,14 @@ print("ok", sys.argv[1])
 """
 
 
+@pytest.mark.parametrize("stream", ["0", "1"])
 @pytest.mark.parametrize("isa", ["generic", "avx2", "avx512"])
-def test_isa_matches_reference(isa):
+def test_isa_matches_reference(isa, stream):
     if isa not in pt2q._C.info.available_cpu_isas():
         pytest.skip(f"this CPU cannot run {isa}")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PT2Q_CPU_ISA=isa, PYTHONPATH=root)
+    # PT2Q_STREAMING_STORES=1 sends these small outputs through the streaming-store path too.
+    env = dict(os.environ, PT2Q_CPU_ISA=isa, PYTHONPATH=root, PT2Q_STREAMING_STORES=stream)
     out = subprocess.run([sys.executable, "-c", SCRIPT, isa], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"ok {isa}" in out.stdout

@@ -14,7 +14,8 @@ struct Vec {
   }
   static F loadF16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
-  static void storeBF16(uint16_t* p, F v) {
+  static void storeBF16(uint16_t* p, F v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packBF16(v)); }
+  static __m128i packBF16(F v) {
     // Round to nearest even on the bits; NaN lanes become 0x7fc0 as c10::BFloat16 does.
     const __m256i u = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
@@ -22,7 +23,7 @@ struct Vec {
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc0), nan);
     const __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(lo, hi));
+    return _mm_packus_epi32(lo, hi);
   }
   static void storeF16(uint16_t* p, F v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
@@ -55,6 +56,25 @@ struct Vec {
   }
   static void storeCodes(int16_t* p, F v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packedHalves(v, false)); }
   static void storeCodes(uint16_t* p, F v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packedHalves(v, true)); }
+  // Streaming (non-temporal) stores skip the read-for-ownership of the destination line; the
+  // caller guarantees alignment to the store width and calls fence() before returning.
+  static constexpr bool kHasStream = true;
+  static void streamF32(float* p, F v) { _mm256_stream_ps(p, v); }
+  static void streamBF16(uint16_t* p, F v) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), packBF16(v)); }
+  static void streamF16(uint16_t* p, F v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void streamCodes(int8_t* p, F v) {
+    const __m128i w = packedHalves(v, false);
+    _mm_stream_si64(reinterpret_cast<long long*>(p), _mm_cvtsi128_si64(_mm_packs_epi16(w, w)));
+  }
+  static void streamCodes(uint8_t* p, F v) {
+    const __m128i w = packedHalves(v, false);
+    _mm_stream_si64(reinterpret_cast<long long*>(p), _mm_cvtsi128_si64(_mm_packus_epi16(w, w)));
+  }
+  static void streamCodes(int16_t* p, F v) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), packedHalves(v, false)); }
+  static void streamCodes(uint16_t* p, F v) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), packedHalves(v, true)); }
+  static void fence() { _mm_sfence(); }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }

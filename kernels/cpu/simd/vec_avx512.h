@@ -14,17 +14,39 @@ struct Vec {
   }
   static F loadF16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
-  static void storeBF16(uint16_t* p, F v) {
+  static __m256i packBF16(F v) {
     // Round to nearest even on the bits; NaN lanes become 0x7fc0 as c10::BFloat16 does.
     const __m512i u = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
     r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+    return _mm512_cvtepi32_epi16(r);
   }
+  static void storeBF16(uint16_t* p, F v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packBF16(v)); }
   static void storeF16(uint16_t* p, F v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
+  // Streaming (non-temporal) stores skip the read-for-ownership of the destination line; the
+  // caller guarantees alignment to the store width and calls fence() before returning.
+  static constexpr bool kHasStream = true;
+  static void streamF32(float* p, F v) { _mm512_stream_ps(p, v); }
+  static void streamBF16(uint16_t* p, F v) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), packBF16(v)); }
+  static void streamF16(uint16_t* p, F v) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void streamCodes(int8_t* p, F v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+  static void streamCodes(uint8_t* p, F v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+  static void streamCodes(int16_t* p, F v) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(v)));
+  }
+  static void streamCodes(uint16_t* p, F v) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(v)));
+  }
+  static void fence() { _mm_sfence(); }
   static F loadCodes(const int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }

@@ -29,6 +29,14 @@ struct Vec {
   }
   static M inRange(F v, F lo, F hi) { return v >= lo && v <= hi; }
   static void storeMask(uint8_t* p, M m) { *p = m ? 1 : 0; }
+  // No streaming stores in portable C++: the stream* calls are plain stores.
+  static constexpr bool kHasStream = false;
+  static void streamF32(float* p, F v) { store(p, v); }
+  static void streamBF16(uint16_t* p, F v) { storeBF16(p, v); }
+  static void streamF16(uint16_t* p, F v) { storeF16(p, v); }
+  template <typename C>
+  static void streamCodes(C* p, F v) { storeCodes(p, v); }
+  static void fence() {}
   static F pmin(F acc, F x) { return (std::isnan(x) || x < acc) ? x : acc; }
   static F pmax(F acc, F x) { return (std::isnan(x) || x > acc) ? x : acc; }
   static float reduceMin(F v) { return v; }

@@ -1,0 +1,82 @@
+"""Tiny benchmark registry: a case names its bytes moved and a callable; the runner times it
+and reports GB/s, the fraction of the memory bandwidth measured in the same run, and the
+speedup over the baseline of its group."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+
+
+@dataclass
+class Case:
+    group: str             # cases in one group compute the same thing
+    name: str
+    fn: Callable[[], object]
+    bytes_moved: int       # minimum bytes a perfect kernel must read + write
+    baseline: bool = False
+    result_s: Optional[float] = field(default=None)
+
+
+def time_call(fn, min_time_s=0.25, repeats=5):
+    """Median over `repeats` of the mean time per call over >= min_time_s of calls."""
+    fn()
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-6)
+    iters = max(1, int(min_time_s / once))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        samples.append((time.perf_counter() - t0) / iters)
+    return statistics.median(samples)
+
+
+def measure_bandwidth(nbytes=256 << 20):
+    """Memory bandwidth of this machine now: best of several multi-threaded buffer copies
+    (read + write of `nbytes`), in bytes per second."""
+    src = torch.ones(nbytes // 4, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    t = time_call(lambda: dst.copy_(src), min_time_s=0.5, repeats=7)
+    return 2 * nbytes / t
+
+
+def run(cases, bandwidth):
+    rows = []
+    baselines = {}
+    for c in cases:
+        c.result_s = time_call(c.fn)
+        if c.baseline:
+            baselines[c.group] = c.result_s
+    for c in cases:
+        gbps = c.bytes_moved / c.result_s / 1e9
+        base = baselines.get(c.group)
+        rows.append({
+            "group": c.group,
+            "name": c.name,
+            "ms": c.result_s * 1e3,
+            "GB/s": gbps,
+            "% of BW": 100 * c.bytes_moved / c.result_s / bandwidth,
+            "speedup": (base / c.result_s) if base else float("nan"),
+        })
+    return rows
+
+
+def format_table(rows):
+    head = f"| {'case':<58} | {'ms':>8} | {'GB/s':>6} | {'% BW':>5} | {'vs base':>7} |"
+    lines = [head, "|" + "-" * 60 + "|" + "-" * 10 + "|" + "-" * 8 + "|" + "-" * 7 + "|" + "-" * 9 + "|"]
+    group = None
+    for r in rows:
+        if r["group"] != group:
+            group = r["group"]
+            lines.append(f"| **{group}** {'':<{55 - len(group)}} |          |        |       |         |")
+        lines.append(f"| {r['name']:<58} | {r['ms']:8.3f} | {r['GB/s']:6.1f} | {r['% of BW']:5.1f} | "
+                     f"{r['speedup']:6.2f}x |")
+    return "\n".join(lines)
