@@ -1,0 +1,60 @@
+"""CUDA kernels of the affine ops: bit-exact with the CPU kernels on the same inputs.
+Runs on the GPU machine (torch with CUDA, pt2q built with its CUDA glue); skipped elsewhere."""
+
+import pytest
+import torch
+
+from pt2q import ops
+from tests.kernels.inputs import adversarial
+
+pytestmark = pytest.mark.cuda
+
+CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 256), [1, 32]),
+         ((4, 6, 10), [2, 3, 5]), ((1, 100003), [1, 100003]), ((3, 33, 7), [1, 33, 1])]
+
+
+def _has_cuda_kernel():
+    return torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::quantize_affine", "CUDA")
+
+
+@pytest.mark.parametrize("shape,block", CASES)
+@pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("domain", ["int", "none", "float"])
+@pytest.mark.parametrize("qdtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int4])
+def test_cuda_matches_cpu(shape, block, in_dtype, domain, qdtype):
+    if not _has_cuda_kernel():
+        pytest.skip("pt2q was built without its CUDA kernels")
+    mapping = "symmetric" if domain == "none" else "asymmetric"
+    x = adversarial(shape, in_dtype)
+    s, z = ops.choose_qparams_affine(adversarial(shape, in_dtype, specials=False), mapping, block, qdtype,
+                                     zero_point_domain=domain)
+    zp = None if domain == "none" else z
+    dev = lambda t: None if t is None else t.cuda()  # noqa: E731
+    q = ops.quantize_affine(x, block, s, zp, qdtype, zero_point_domain=domain)
+    qc = ops.quantize_affine(x.cuda(), block, s.cuda(), dev(zp), qdtype, zero_point_domain=domain)
+    assert torch.equal(q, qc.cpu())
+    for out in (torch.float32, torch.bfloat16):
+        d = ops.dequantize_affine(q, block, s, zp, qdtype, zero_point_domain=domain, output_dtype=out)
+        dc = ops.dequantize_affine(q.cuda(), block, s.cuda(), dev(zp), qdtype, zero_point_domain=domain,
+                                   output_dtype=out)
+        assert torch.equal(d.view(torch.int16 if out == torch.bfloat16 else torch.int32),
+                           dc.cpu().view(torch.int16 if out == torch.bfloat16 else torch.int32))
+    f, m = torch.ops.pt2q.fake_quantize_affine_cachemask(x, block, s, zp, qdtype, None, None, domain)
+    fc, mc = torch.ops.pt2q.fake_quantize_affine_cachemask(x.cuda(), block, s.cuda(), dev(zp), qdtype, None, None,
+                                                           domain)
+    view = torch.int32 if in_dtype == torch.float32 else torch.int16
+    assert torch.equal(f.view(view), fc.cpu().view(view)) and torch.equal(m, mc.cpu())
+
+
+def test_cuda_fake_quantize_gradient_and_compile():
+    if not _has_cuda_kernel():
+        pytest.skip("pt2q was built without its CUDA kernels")
+    x = torch.randn(32, 64, device="cuda", requires_grad=True)
+    s = torch.tensor([0.02], device="cuda")
+    z = torch.tensor([0], device="cuda", dtype=torch.int32)
+    y = ops.fake_quantize_affine(x, [32, 64], s, z, torch.int8)
+    y.sum().backward()
+    inside = ((x.detach() / 0.02).round() >= -128) & ((x.detach() / 0.02).round() <= 127)
+    assert torch.equal(x.grad, inside.float())
+    f = torch.compile(lambda t: torch.ops.pt2q.fake_quantize_affine(t, [32, 64], s, z, torch.int8), fullgraph=True)
+    assert torch.equal(f(x.detach()), y.detach())

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds pt2q against the GPU machine's CUDA torch and runs every test there, in one command.
+# The GPU machine reaches no package registry: the Debian packages pt2q builds with
+# (protobuf, googletest) and Python test wheels travel in .deps/ (see tools/gpu/README.md)
+# and are unpacked into a private sysroot, never into /.
+#   usage: bash tools/gpu/check.sh [--sanitize]      (results also under $OUT when set)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/pt2q-gpu-out}
+mkdir -p "$OUT"
+SYSROOT=/tmp/pt2q-sysroot
+mkdir -p "$SYSROOT"
+for f in .deps/debs/*.deb; do dpkg -x "$f" "$SYSROOT"; done
+LIBDIR=$SYSROOT/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+python3 -m pip install -q --no-deps --no-index .deps/wheels/*.whl 2>/dev/null || true
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
+
+export CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$SYSROOT/usr -DProtobuf_PROTOC_EXECUTABLE=$SYSROOT/usr/bin/protoc \
+-DProtobuf_INCLUDE_DIR=$SYSROOT/usr/include -DProtobuf_LIBRARY=$LIBDIR/libprotobuf.so \
+-DGTest_DIR=$LIBDIR/cmake/GTest"
+start=$(date +%s)
+python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - start )) s"
+grep -E "pt2q:" "$OUT/build.log" || true
+
+status=0
+ctest --test-dir build --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
+tail -3 "$OUT/ctest.log"
+python3 -m pytest tests -q -p no:cacheprovider > "$OUT/pytest.log" 2>&1 || status=1
+tail -5 "$OUT/pytest.log"
+if [[ "${1:-}" == "--sanitize" ]]; then
+  compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest tests/kernels/test_affine_cuda.py -q \
+    -p no:cacheprovider -k "int8 or int32" > "$OUT/memcheck.log" 2>&1 || status=1
+  grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.log" | tail -3
+fi
+exit $status
