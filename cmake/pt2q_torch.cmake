@@ -43,6 +43,9 @@ else()
   target_link_libraries(pt2q_torch INTERFACE OpenMP::OpenMP_CXX)
 endif()
 if(PT2Q_TORCH_HAS_CUDA)
+  # At top level: imported targets (CUDA::cudart) are visible only below the directory that
+  # found them, and libpt2q is defined at the root.
+  find_package(CUDAToolkit)
   find_library(PT2Q_LIBTORCH_CUDA torch_cuda PATHS ${PT2Q_TORCH_LIB_DIR} NO_DEFAULT_PATH)
   find_library(PT2Q_LIBC10_CUDA c10_cuda PATHS ${PT2Q_TORCH_LIB_DIR} NO_DEFAULT_PATH)
 endif()
