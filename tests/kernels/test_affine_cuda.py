@@ -18,9 +18,9 @@ def _has_cuda_kernel():
 
 
 @pytest.mark.parametrize("shape,block", CASES)
-@pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("domain", ["int", "none", "float"])
-@pytest.mark.parametrize("qdtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int4])
+@pytest.mark.parametrize("qdtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int4], ids=str)
 def test_cuda_matches_cpu(shape, block, in_dtype, domain, qdtype):
     if not _has_cuda_kernel():
         pytest.skip("pt2q was built without its CUDA kernels")

@@ -29,11 +29,15 @@ grep -E "pt2q:" "$OUT/build.log" || true
 status=0
 ctest --test-dir build --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
 tail -3 "$OUT/ctest.log"
-python3 -m pytest tests -q -p no:cacheprovider > "$OUT/pytest.log" 2>&1 || status=1
-tail -5 "$OUT/pytest.log"
+# One process per test file, so that a crash in one cannot hide the results of the others.
+for f in tests/test_*.py tests/kernels/test_*.py; do
+  python3 -m pytest "$f" -q -p no:cacheprovider --tb=short > "$OUT/pytest_$(basename "$f" .py).log" 2>&1 \
+    || { status=1; echo "FAILED FILE: $f"; }
+  echo "$f: $(tail -1 "$OUT/pytest_$(basename "$f" .py).log")"
+done
 if [[ "${1:-}" == "--sanitize" ]]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest tests/kernels/test_affine_cuda.py -q \
-    -p no:cacheprovider -k "int8 or int32" > "$OUT/memcheck.log" 2>&1 || status=1
+    -p no:cacheprovider -k "int8 or int32 or grad" > "$OUT/memcheck.log" 2>&1 || status=1
   grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.log" | tail -3
 fi
 exit $status
