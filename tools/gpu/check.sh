@@ -30,10 +30,12 @@ status=0
 ctest --test-dir build --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
 tail -3 "$OUT/ctest.log"
 # One process per test file, so that a crash in one cannot hide the results of the others.
+: > "$OUT/pytest.log"
 for f in tests/test_*.py tests/kernels/test_*.py; do
-  python3 -m pytest "$f" -q -p no:cacheprovider --tb=short > "$OUT/pytest_$(basename "$f" .py).log" 2>&1 \
-    || { status=1; echo "FAILED FILE: $f"; }
-  echo "$f: $(tail -1 "$OUT/pytest_$(basename "$f" .py).log")"
+  echo "===== $f" >> "$OUT/pytest.log"
+  python3 -m pytest "$f" -q -p no:cacheprovider --tb=short > /tmp/pt2q-one.log 2>&1 || { status=1; echo "FAILED: $f"; }
+  cat /tmp/pt2q-one.log >> "$OUT/pytest.log"
+  echo "$f: $(tail -1 /tmp/pt2q-one.log)"
 done
 if [[ "${1:-}" == "--sanitize" ]]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest tests/kernels/test_affine_cuda.py -q \
