@@ -107,7 +107,9 @@ __global__ void fakeQuantizeKernel(const T* x, T* out, bool* mask, int64_t n, La
   const Q q = loadQ(scale, zp, qparamIndex(l, i), p.domain, mid);
   const bool has_zp = zp != nullptr;
   const float v = unclamped(toFloat(x[i]), q, p.domain, has_zp);
-  out[i] = fromFloat<T>(dequant(clampNanLow(v, lo, hi), q, p.domain, has_zp, mid));
+  // + 0 turns a -0 code (rint(-0.3)) into +0, as an integer code would be (as on CPU).
+  const float c = __fadd_rn(clampNanLow(v, lo, hi), 0.0f);
+  out[i] = fromFloat<T>(dequant(c, q, p.domain, has_zp, mid));
   if (mask) mask[i] = v >= lo && v <= hi;
 }
 

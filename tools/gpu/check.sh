@@ -18,6 +18,14 @@ python3 -m pip install -q --no-deps --no-index .deps/wheels/*.whl 2>/dev/null ||
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
 
+# The image's default g++ (/opt/gcc) puts libstdc++ code of its own into the shared objects it
+# links, which then mixes with the system libstdc++ that torch uses (seen: a crash formatting
+# an int in an error message). Build with the system compiler when there is one.
+if [[ -x /usr/bin/g++ ]]; then
+  export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
+fi
+echo "compiler: ${CXX:-$(command -v g++)} ($(${CXX:-g++} -dumpfullversion))"
+rm -rf build
 export CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$SYSROOT/usr -DProtobuf_PROTOC_EXECUTABLE=$SYSROOT/usr/bin/protoc \
 -DProtobuf_INCLUDE_DIR=$SYSROOT/usr/include -DProtobuf_LIBRARY=$LIBDIR/libprotobuf.so \
 -DGTest_DIR=$LIBDIR/cmake/GTest"
