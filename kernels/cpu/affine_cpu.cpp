@@ -159,52 +159,46 @@ const float* zpPtr(const AffineArgs& a) {
   return a.zp.defined() ? a.zp.const_data_ptr<float>() : nullptr;
 }
 
+// Runs `fn(in, out, n, scale, zp, qp_stride)` of one microkernel over every segment of a call.
+template <typename Kernel>
+void runSegments(const AffineCall& c, Kernel&& fn) {
+  const auto* ib = static_cast<const char*>(c.in.const_data_ptr());
+  auto* ob = static_cast<char*>(c.out.data_ptr());
+  const int64_t is = c.in.element_size(), os = c.out.element_size();
+  const float* s = c.args.scale.const_data_ptr<float>();
+  const float* z = zpPtr(c.args);
+  forEachSegment(c.args.layout, c.in.numel(), /*align_tiles=*/false,
+                 [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+                   fn(ib + off * is, ob + off * os, off, n, s + qo, z ? z + qo : nullptr, qs);
+                 });
+}
+
 at::Tensor quantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
                              const std::optional<at::Tensor>& zero_point, at::ScalarType output_dtype,
                              std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
                              c10::string_view zero_point_domain) {
-  const char* op = "quantize_affine";
-  checkFloatInput(input, op, "input");
-  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, output_dtype, quant_min,
-                                         quant_max, zero_point_domain);
-  const at::Tensor x = input.contiguous();
-  at::Tensor q = at::empty(input.sizes(), input.options().dtype(a.qdtype.storage));
-  const auto fn = cpu::affineKernels().quantize[floatKind(x.scalar_type())][codeKind(a.qdtype.storage)];
-  const QuantParams p = quantParams(a, q);
-  const auto* xb = static_cast<const char*>(x.const_data_ptr());
-  auto* qb = static_cast<char*>(q.data_ptr());
-  const int64_t xs = x.element_size(), qsz = q.element_size();
-  const float* s = a.scale.const_data_ptr<float>();
-  const float* z = zpPtr(a);
-  forEachSegment(a.layout, x.numel(), /*align_tiles=*/false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
-    fn(xb + off * xs, qb + off * qsz, n, s + qo, z ? z + qo : nullptr, qs, p);
+  const AffineCall c = prepareQuantize(input, block_size, scale, zero_point, output_dtype, quant_min, quant_max,
+                                       zero_point_domain);
+  const auto fn = cpu::affineKernels().quantize[floatKind(c.in.scalar_type())][codeKind(c.out.scalar_type())];
+  const QuantParams p = quantParams(c.args, c.out);
+  runSegments(c, [&](const void* x, void* q, int64_t, int64_t n, const float* s, const float* z, int64_t qs) {
+    fn(x, q, n, s, z, qs, p);
   });
-  return q;
+  return c.out;
 }
 
 at::Tensor dequantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
                                const std::optional<at::Tensor>& zero_point, at::ScalarType input_dtype,
                                std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
                                c10::string_view zero_point_domain, at::ScalarType output_dtype) {
-  const char* op = "dequantize_affine";
-  checkFloatDtype(output_dtype, op, "output_dtype");
-  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, input_dtype, quant_min,
-                                         quant_max, zero_point_domain);
-  TORCH_CHECK_TYPE(input.scalar_type() == a.qdtype.storage, op, ": input holds ", input.scalar_type(),
-                   " but input_dtype ", input_dtype, " is stored as ", a.qdtype.storage);
-  const at::Tensor q = input.contiguous();
-  at::Tensor y = at::empty(input.sizes(), input.options().dtype(output_dtype));
-  const auto fn = cpu::affineKernels().dequantize[codeKind(q.scalar_type())][floatKind(output_dtype)];
-  const QuantParams p = quantParams(a, y);
-  const auto* qb = static_cast<const char*>(q.const_data_ptr());
-  auto* yb = static_cast<char*>(y.data_ptr());
-  const int64_t qsz = q.element_size(), ys = y.element_size();
-  const float* s = a.scale.const_data_ptr<float>();
-  const float* z = zpPtr(a);
-  forEachSegment(a.layout, q.numel(), false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
-    fn(qb + off * qsz, yb + off * ys, n, s + qo, z ? z + qo : nullptr, qs, p);
+  const AffineCall c = prepareDequantize(input, block_size, scale, zero_point, input_dtype, quant_min, quant_max,
+                                         zero_point_domain, output_dtype);
+  const auto fn = cpu::affineKernels().dequantize[codeKind(c.in.scalar_type())][floatKind(output_dtype)];
+  const QuantParams p = quantParams(c.args, c.out);
+  runSegments(c, [&](const void* q, void* y, int64_t, int64_t n, const float* s, const float* z, int64_t qs) {
+    fn(q, y, n, s, z, qs, p);
   });
-  return y;
+  return c.out;
 }
 
 std::tuple<at::Tensor, at::Tensor> fakeQuantizeImpl(const at::Tensor& input, at::IntArrayRef block_size,
@@ -213,25 +207,15 @@ std::tuple<at::Tensor, at::Tensor> fakeQuantizeImpl(const at::Tensor& input, at:
                                                     at::ScalarType quant_dtype, std::optional<int64_t> quant_min,
                                                     std::optional<int64_t> quant_max,
                                                     c10::string_view zero_point_domain, bool want_mask) {
-  const char* op = "fake_quantize_affine";
-  checkFloatInput(input, op, "input");
-  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, quant_dtype, quant_min,
-                                         quant_max, zero_point_domain);
-  const at::Tensor x = input.contiguous();
-  at::Tensor y = at::empty(input.sizes(), input.options());
-  at::Tensor mask = want_mask ? at::empty(input.sizes(), input.options().dtype(at::kBool)) : at::Tensor();
-  const auto fn = cpu::affineKernels().fake_quantize[floatKind(x.scalar_type())];
-  const QuantParams p = quantParams(a, y);
-  const auto* xb = static_cast<const char*>(x.const_data_ptr());
-  auto* yb = static_cast<char*>(y.data_ptr());
-  auto* mb = want_mask ? reinterpret_cast<uint8_t*>(mask.data_ptr<bool>()) : nullptr;
-  const int64_t es = x.element_size();
-  const float* s = a.scale.const_data_ptr<float>();
-  const float* z = zpPtr(a);
-  forEachSegment(a.layout, x.numel(), false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
-    fn(xb + off * es, yb + off * es, mb ? mb + off : nullptr, n, s + qo, z ? z + qo : nullptr, qs, p);
+  const AffineCall c = prepareFakeQuantize(input, block_size, scale, zero_point, quant_dtype, quant_min, quant_max,
+                                           zero_point_domain, want_mask);
+  const auto fn = cpu::affineKernels().fake_quantize[floatKind(c.in.scalar_type())];
+  const QuantParams p = quantParams(c.args, c.out);
+  auto* mb = want_mask ? reinterpret_cast<uint8_t*>(c.mask.data_ptr<bool>()) : nullptr;
+  runSegments(c, [&](const void* x, void* y, int64_t off, int64_t n, const float* s, const float* z, int64_t qs) {
+    fn(x, y, mb ? mb + off : nullptr, n, s, z, qs, p);
   });
-  return {y, mask};
+  return {c.out, c.mask};
 }
 
 at::Tensor fakeQuantizeAffineCpu(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
@@ -297,22 +281,14 @@ std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineCpu(
     at::ScalarType target_dtype, std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
     std::optional<double> eps, std::optional<at::ScalarType> scale_dtype,
     std::optional<at::ScalarType> zero_point_dtype, c10::string_view zero_point_domain) {
-  const char* op = "choose_qparams_affine";
-  checkFloatInput(input, op, "input");
-  const MappingType mapping = parseMappingType(mapping_type, op);
-  const ZeroPointDomain domain = parseZeroPointDomain(zero_point_domain, op);
-  const QuantDtype qdtype = quantDtype(target_dtype, op, "target_dtype");
-  const QuantRange range = resolveQuantRange(qdtype, quant_min, quant_max, op);
-  checkChooseQParamsArgs(mapping, domain, range, qdtype, scale_dtype, zero_point_dtype);
-  const BlockLayout layout = makeBlockLayout(input.sizes(), block_size, op);
-  TORCH_CHECK_VALUE(input.numel() > 0, op, ": input is empty (shape ", formatList(input.sizes()),
-                    "); there is no range to choose qparams from");
+  const ChooseQParamsSpec spec = prepareChooseQParams(input, mapping_type, target_dtype, quant_min, quant_max,
+                                                      scale_dtype, zero_point_dtype, zero_point_domain);
+  const BlockLayout layout = chooseQParamsLayout(input, block_size);
   const at::Tensor x = input.contiguous();
   at::Tensor min_val = at::empty({layout.num_blocks}, x.options().dtype(at::kFloat));
   at::Tensor max_val = at::empty({layout.num_blocks}, x.options().dtype(at::kFloat));
   blockMinMax(x, layout, min_val.data_ptr<float>(), max_val.data_ptr<float>());
-  return finishChooseQParams(min_val, max_val, layout, mapping, qdtype, range, eps, scale_dtype, zero_point_dtype,
-                             domain);
+  return finishChooseQParams(min_val, max_val, layout, spec, eps);
 }
 
 }  // namespace

@@ -52,23 +52,24 @@ void checkLaunch(cudaError_t err, const char* op) {
   TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
 }
 
+const float* zpPtr(const AffineArgs& a) {
+  return a.zp.defined() ? a.zp.const_data_ptr<float>() : nullptr;
+}
+
 at::Tensor quantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
                               const std::optional<at::Tensor>& zero_point, at::ScalarType output_dtype,
                               std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
                               c10::string_view zero_point_domain) {
   const char* op = "quantize_affine";
-  checkFloatInput(input, op, "input");
   c10::cuda::CUDAGuard guard(input.device());
-  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, output_dtype, quant_min,
-                                         quant_max, zero_point_domain);
-  const at::Tensor x = input.contiguous();
-  at::Tensor q = at::empty(input.sizes(), input.options().dtype(a.qdtype.storage));
-  checkLaunch(cuda::quantizeAffine(x.const_data_ptr(), floatType(x.scalar_type()), q.data_ptr(),
-                                   codeType(a.qdtype.storage), x.numel(), cudaLayout(a.layout, op),
-                                   a.scale.const_data_ptr<float>(), a.zp.defined() ? a.zp.const_data_ptr<float>() : nullptr,
-                                   cudaParams(a), at::cuda::getCurrentCUDAStream()),
+  const AffineCall c = prepareQuantize(input, block_size, scale, zero_point, output_dtype, quant_min, quant_max,
+                                       zero_point_domain);
+  checkLaunch(cuda::quantizeAffine(c.in.const_data_ptr(), floatType(c.in.scalar_type()), c.out.data_ptr(),
+                                   codeType(c.out.scalar_type()), c.in.numel(), cudaLayout(c.args.layout, op),
+                                   c.args.scale.const_data_ptr<float>(), zpPtr(c.args), cudaParams(c.args),
+                                   at::cuda::getCurrentCUDAStream()),
               op);
-  return q;
+  return c.out;
 }
 
 at::Tensor dequantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
@@ -76,21 +77,15 @@ at::Tensor dequantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_s
                                 std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
                                 c10::string_view zero_point_domain, at::ScalarType output_dtype) {
   const char* op = "dequantize_affine";
-  checkFloatDtype(output_dtype, op, "output_dtype");
   c10::cuda::CUDAGuard guard(input.device());
-  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, input_dtype, quant_min,
-                                         quant_max, zero_point_domain);
-  TORCH_CHECK_TYPE(input.scalar_type() == a.qdtype.storage, op, ": input holds ", input.scalar_type(),
-                   " but input_dtype ", input_dtype, " is stored as ", a.qdtype.storage);
-  const at::Tensor q = input.contiguous();
-  at::Tensor y = at::empty(input.sizes(), input.options().dtype(output_dtype));
-  checkLaunch(cuda::dequantizeAffine(q.const_data_ptr(), codeType(q.scalar_type()), y.data_ptr(),
-                                     floatType(output_dtype), q.numel(), cudaLayout(a.layout, op),
-                                     a.scale.const_data_ptr<float>(),
-                                     a.zp.defined() ? a.zp.const_data_ptr<float>() : nullptr, cudaParams(a),
+  const AffineCall c = prepareDequantize(input, block_size, scale, zero_point, input_dtype, quant_min, quant_max,
+                                         zero_point_domain, output_dtype);
+  checkLaunch(cuda::dequantizeAffine(c.in.const_data_ptr(), codeType(c.in.scalar_type()), c.out.data_ptr(),
+                                     floatType(output_dtype), c.in.numel(), cudaLayout(c.args.layout, op),
+                                     c.args.scale.const_data_ptr<float>(), zpPtr(c.args), cudaParams(c.args),
                                      at::cuda::getCurrentCUDAStream()),
               op);
-  return y;
+  return c.out;
 }
 
 std::tuple<at::Tensor, at::Tensor> fakeQuantizeCuda(const at::Tensor& input, at::IntArrayRef block_size,
@@ -100,20 +95,15 @@ std::tuple<at::Tensor, at::Tensor> fakeQuantizeCuda(const at::Tensor& input, at:
                                                     std::optional<int64_t> quant_max,
                                                     c10::string_view zero_point_domain, bool want_mask) {
   const char* op = "fake_quantize_affine";
-  checkFloatInput(input, op, "input");
   c10::cuda::CUDAGuard guard(input.device());
-  const AffineArgs a = prepareAffineArgs(op, input, block_size, scale, zero_point, quant_dtype, quant_min,
-                                         quant_max, zero_point_domain);
-  const at::Tensor x = input.contiguous();
-  at::Tensor y = at::empty(input.sizes(), input.options());
-  at::Tensor mask = want_mask ? at::empty(input.sizes(), input.options().dtype(at::kBool)) : at::Tensor();
-  checkLaunch(cuda::fakeQuantizeAffine(x.const_data_ptr(), floatType(x.scalar_type()), y.data_ptr(),
-                                       want_mask ? mask.data_ptr<bool>() : nullptr, x.numel(),
-                                       cudaLayout(a.layout, op), a.scale.const_data_ptr<float>(),
-                                       a.zp.defined() ? a.zp.const_data_ptr<float>() : nullptr, cudaParams(a),
-                                       at::cuda::getCurrentCUDAStream()),
+  const AffineCall c = prepareFakeQuantize(input, block_size, scale, zero_point, quant_dtype, quant_min, quant_max,
+                                           zero_point_domain, want_mask);
+  checkLaunch(cuda::fakeQuantizeAffine(c.in.const_data_ptr(), floatType(c.in.scalar_type()), c.out.data_ptr(),
+                                       want_mask ? c.mask.data_ptr<bool>() : nullptr, c.in.numel(),
+                                       cudaLayout(c.args.layout, op), c.args.scale.const_data_ptr<float>(),
+                                       zpPtr(c.args), cudaParams(c.args), at::cuda::getCurrentCUDAStream()),
               op);
-  return {y, mask};
+  return {c.out, c.mask};
 }
 
 at::Tensor fakeQuantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,

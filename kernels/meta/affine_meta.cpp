@@ -58,16 +58,10 @@ std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineMeta(
     at::ScalarType target_dtype, std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
     std::optional<double> eps, std::optional<at::ScalarType> scale_dtype,
     std::optional<at::ScalarType> zero_point_dtype, c10::string_view zero_point_domain) {
-  const char* op = "choose_qparams_affine";
-  checkFloatInput(input, op, "input");
-  const MappingType mapping = parseMappingType(mapping_type, op);
-  const ZeroPointDomain domain = parseZeroPointDomain(zero_point_domain, op);
-  const QuantDtype qdtype = quantDtype(target_dtype, op, "target_dtype");
-  const QuantRange range = resolveQuantRange(qdtype, quant_min, quant_max, op);
-  checkChooseQParamsArgs(mapping, domain, range, qdtype, scale_dtype, zero_point_dtype);
-  const auto shape = symScaleShape(input.sym_sizes(), block_size, op);
-  const at::ScalarType sdt = scale_dtype.value_or(at::kFloat);
-  const at::ScalarType zdt = zero_point_dtype.value_or(domain == ZeroPointDomain::kFloat ? sdt : at::kInt);
+  const ChooseQParamsSpec spec = prepareChooseQParams(input, mapping_type, target_dtype, quant_min, quant_max,
+                                                      scale_dtype, zero_point_dtype, zero_point_domain);
+  const auto shape = symScaleShape(input.sym_sizes(), block_size, "choose_qparams_affine");
+  const at::ScalarType sdt = spec.scale_dtype, zdt = spec.zero_point_dtype;
   return {at::empty_symint(shape, input.options().dtype(sdt)), at::empty_symint(shape, input.options().dtype(zdt))};
 }
 

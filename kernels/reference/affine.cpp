@@ -64,24 +64,16 @@ std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineRef(
     at::ScalarType target_dtype, std::optional<int64_t> quant_min, std::optional<int64_t> quant_max,
     std::optional<double> eps, std::optional<at::ScalarType> scale_dtype,
     std::optional<at::ScalarType> zero_point_dtype, c10::string_view zero_point_domain) {
-  const char* op = "choose_qparams_affine";
-  checkFloatInput(input, op, "input");
-  const MappingType mapping = parseMappingType(mapping_type, op);
-  const ZeroPointDomain domain = parseZeroPointDomain(zero_point_domain, op);
-  const QuantDtype qdtype = quantDtype(target_dtype, op, "target_dtype");
-  const QuantRange range = resolveQuantRange(qdtype, quant_min, quant_max, op);
-  checkChooseQParamsArgs(mapping, domain, range, qdtype, scale_dtype, zero_point_dtype);
-  const BlockLayout layout = makeBlockLayout(input.sizes(), block_size, op);
-  TORCH_CHECK_VALUE(input.numel() > 0, op, ": input is empty (shape ", formatList(input.sizes()),
-                    "); there is no range to choose qparams from");
+  const ChooseQParamsSpec spec = prepareChooseQParams(input, mapping_type, target_dtype, quant_min, quant_max,
+                                                      scale_dtype, zero_point_dtype, zero_point_domain);
+  const BlockLayout layout = chooseQParamsLayout(input, block_size);
   const at::Tensor xb = asBlocks(input.to(at::kFloat), layout);
   at::Tensor min_val = xb, max_val = xb;
   if (!layout.reduction_dims.empty()) {
     min_val = at::amin(xb, layout.reduction_dims);
     max_val = at::amax(xb, layout.reduction_dims);
   }
-  return finishChooseQParams(min_val.reshape({-1}), max_val.reshape({-1}), layout, mapping, qdtype, range, eps,
-                             scale_dtype, zero_point_dtype, domain);
+  return finishChooseQParams(min_val.reshape({-1}), max_val.reshape({-1}), layout, spec, eps);
 }
 
 at::Tensor quantizeAffineRef(const at::Tensor& input, at::IntArrayRef block_size, const at::Tensor& scale,
