@@ -125,18 +125,22 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one shape, fewer baselines")
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
-    bw = measure_bandwidth()
+    bw, probes = measure_bandwidth()
     shapes = [((4096, 4096), "4096x4096")]
     if not args.quick:
         shapes.append(((4096, 4096 * 4), "64Mi elems"))
     print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {platform.processor() or platform.machine()}, "
           f"{torch.get_num_threads()} threads, CPU kernels: {pt2q._C.info.cpu_isa()}")
-    print(f"# measured memory bandwidth (copy of 256 MiB, read + write): {bw / 1e9:.1f} GB/s")
+    print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
+          + f"; using {bw / 1e9:.1f} GB/s")
     malloc = "default glibc" if os.environ.get("PT2Q_BENCH_DEFAULT_MALLOC") else "glibc with freed memory kept"
     print(f"# allocator: {malloc} (PT2Q_BENCH_DEFAULT_MALLOC=1 for the default); % BW = bytes moved / time / bandwidth")
     rows = []
     for shape, label in shapes:
         rows += run(cases_for(shape, label, args.quick), bw)
+    bw_after, probes_after = measure_bandwidth()
+    print("# bandwidth again after the cases (the VM is shared; a large change means noisy figures): "
+          + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes_after.items()))
     print(format_table(rows))
     if args.json:
         with open(args.json, "w") as f:
