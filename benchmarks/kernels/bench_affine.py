@@ -3,7 +3,7 @@ ops and pt2q's reference path, with the memory bandwidth measured in the same ru
 
     python benchmarks/kernels/bench_affine.py [--quick] [--json out.json]
 
-Shapes: 4096x4096 (64 MiB fp32, 32 MiB bf16) and 16384x4096 (256 MiB fp32, 128 MiB bf16), both
+Shapes: 4096x4096 (64 MiB fp32, 32 MiB bf16) and 16384x4096 (256 MiB fp32, 128 MiB bf16), at or
 past the 32 MiB last-level cache of the development VM, so every op streams from memory.
 Bytes moved per element: quantize fp32->int8 5, bf16->int8 3; dequantize int8->fp32 5,
 int8->bf16 3; fake-quantize fp32 8, bf16 4 (qparams are negligible).

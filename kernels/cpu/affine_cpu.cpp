@@ -93,47 +93,66 @@ int64_t rowQParamBase(const BlockLayout& l, int64_t row) {
   return base;
 }
 
+// Calls fn(elem_offset, n, qparam_offset, qp_stride) for every segment of work items
+// [b, e) (an item is one tile of one row).
+template <typename Fn>
+void walkItems(const BlockLayout& l, const Segments& s, int64_t b, int64_t e, Fn&& fn) {
+  int64_t cached_row = -1, base = 0;
+  for (int64_t it = b; it < e; ++it) {
+    const int64_t row = it / s.tiles_per_row;
+    const int64_t c0 = (it % s.tiles_per_row) * s.tile;
+    const int64_t c1 = std::min(s.row_len, c0 + s.tile);
+    if (row != cached_row) {
+      base = rowQParamBase(l, row);
+      cached_row = row;
+    }
+    const int64_t off = row * s.row_len;
+    if (s.per_element) {
+      fn(off + c0, c1 - c0, base + c0, 1);
+      continue;
+    }
+    for (int64_t c = c0; c < c1;) {
+      const int64_t j = c / s.blk;
+      const int64_t end = std::min(c1, (j + 1) * s.blk);
+      fn(off + c, end - c, base + j, 0);
+      c = end;
+    }
+  }
+}
+
 // Calls fn(elem_offset, n, qparam_offset, qp_stride) for every segment, in parallel.
 // align_tiles keeps every block inside one tile (needed when tiles write per-block results
 // directly); element-wise ops leave it off, so even a single per-tensor row splits.
 template <typename Fn>
-void forEachSegment(const BlockLayout& l, int64_t numel, bool align_tiles, Fn&& fn, bool parallel = true) {
+void forEachSegment(const BlockLayout& l, int64_t numel, bool align_tiles, Fn&& fn) {
   if (numel == 0) return;
   if (l.sizes.empty()) {  // 0-d tensor
     fn(0, 1, 0, 0);
     return;
   }
   const Segments s = makeSegments(l, numel, align_tiles);
-  const int64_t items = s.rows * s.tiles_per_row;
   const int64_t grain = std::max<int64_t>(1, 32768 / s.tile);
-  auto work = [&](int64_t b, int64_t e) {
-    int64_t cached_row = -1, base = 0;
-    for (int64_t it = b; it < e; ++it) {
-      const int64_t row = it / s.tiles_per_row;
-      const int64_t c0 = (it % s.tiles_per_row) * s.tile;
-      const int64_t c1 = std::min(s.row_len, c0 + s.tile);
-      if (row != cached_row) {
-        base = rowQParamBase(l, row);
-        cached_row = row;
-      }
-      const int64_t off = row * s.row_len;
-      if (s.per_element) {
-        fn(off + c0, c1 - c0, base + c0, 1);
-        continue;
-      }
-      for (int64_t c = c0; c < c1;) {
-        const int64_t j = c / s.blk;
-        const int64_t end = std::min(c1, (j + 1) * s.blk);
-        fn(off + c, end - c, base + j, 0);
-        c = end;
-      }
-    }
-  };
-  if (parallel) {
-    at::parallel_for(0, items, grain, work);
-  } else {
-    work(0, items);
+  at::parallel_for(0, s.rows * s.tiles_per_row, grain, [&](int64_t b, int64_t e) { walkItems(l, s, b, e, fn); });
+}
+
+// Like forEachSegment, but the items are cut into `chunks` contiguous ranges and fn also gets
+// the chunk index (fn(chunk, elem_offset, n, qparam_offset, qp_stride)): a chunk owns private
+// state without asking which thread runs it.
+template <typename Fn>
+void forEachSegmentChunked(const BlockLayout& l, int64_t numel, int64_t chunks, Fn&& fn) {
+  if (numel == 0) return;
+  if (l.sizes.empty()) {
+    fn(0, 0, 1, 0, 0);
+    return;
   }
+  const Segments s = makeSegments(l, numel, /*align_tiles=*/false);
+  const int64_t items = s.rows * s.tiles_per_row;
+  at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      walkItems(l, s, items * c / chunks, items * (c + 1) / chunks,
+                [&](int64_t off, int64_t n, int64_t qo, int64_t qs) { fn(c, off, n, qo, qs); });
+    }
+  });
 }
 
 // Outputs at least this large are written with streaming stores: they cannot stay in the
@@ -234,10 +253,11 @@ std::tuple<at::Tensor, at::Tensor> fakeQuantizeAffineCachemaskCpu(
                           zero_point_domain, true);
 }
 
-// Per-block min/max. Few blocks: every thread folds into its own copy, merged at the end, so
-// even a per-tensor reduction uses all threads. Many blocks: tiles are aligned to blocks, so
-// threads write disjoint blocks directly; only when blocks span rows (a block > 1 on an outer
-// dimension) with many blocks does it fall back to one thread.
+// Per-block min/max. Few blocks: the work is cut into one chunk per thread, each folding
+// into its own copy of the extrema, merged at the end, so even a per-tensor reduction uses
+// every thread. Many blocks: tiles are aligned to blocks, so threads write disjoint blocks
+// directly; only when blocks also span rows (a block > 1 on an outer dimension) does it run
+// as one chunk.
 void blockMinMax(const at::Tensor& x, const BlockLayout& l, float* mn, float* mx) {
   const auto fn = cpu::affineKernels().minmax[floatKind(x.scalar_type())];
   const auto* xb = static_cast<const char*>(x.const_data_ptr());
@@ -246,34 +266,34 @@ void blockMinMax(const at::Tensor& x, const BlockLayout& l, float* mn, float* mx
   constexpr float kInf = std::numeric_limits<float>::infinity();
   std::fill(mn, mn + nb, kInf);
   std::fill(mx, mx + nb, -kInf);
-  const int64_t threads = at::get_num_threads();
-  if (nb * threads <= (int64_t(1) << 20)) {
-    std::vector<float> lmn(nb * threads, kInf), lmx(nb * threads, -kInf);
-    forEachSegment(l, x.numel(), false, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
-      const int64_t t = at::get_thread_num();
-      fn(xb + off * es, n, lmn.data() + t * nb + qo, lmx.data() + t * nb + qo, qs);
-    });
-    for (int64_t t = 0; t < threads; ++t) {
-      for (int64_t i = 0; i < nb; ++i) {
-        const float a = lmn[t * nb + i], b = lmx[t * nb + i];
-        mn[i] = (std::isnan(a) || a < mn[i]) ? a : mn[i];
-        mx[i] = (std::isnan(b) || b > mx[i]) ? b : mx[i];
-      }
-    }
-    return;
-  }
   bool rows_share_blocks = false;
   for (size_t d = 0; d + 1 < l.sizes.size(); ++d) rows_share_blocks |= l.block[d] > 1;
-  if (!rows_share_blocks) {
-    forEachSegment(l, x.numel(), true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
+  const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
+  // Direct writes are safe when no block spans two work items: blocks never span rows, and
+  // a row is either cut at block boundaries (several blocks per row) or not cut at all.
+  const int64_t row_len = l.sizes.empty() ? 1 : l.sizes.back();
+  const int64_t rows = l.sizes.empty() ? 1 : x.numel() / row_len;
+  const bool several_blocks_per_row = !l.sizes.empty() && l.block.back() < row_len;
+  if (!rows_share_blocks && (several_blocks_per_row || rows >= 4 * threads)) {
+    forEachSegment(l, x.numel(), /*align_tiles=*/true, [&](int64_t off, int64_t n, int64_t qo, int64_t qs) {
       fn(xb + off * es, n, mn + qo, mx + qo, qs);
     });
     return;
   }
-  forEachSegment(
-      l, x.numel(), true,
-      [&](int64_t off, int64_t n, int64_t qo, int64_t qs) { fn(xb + off * es, n, mn + qo, mx + qo, qs); },
-      /*parallel=*/false);
+  // Otherwise each chunk of the work folds into its own copy, merged below; a single chunk
+  // when copies for every thread would be large.
+  const int64_t chunks = nb * threads <= (int64_t(1) << 20) ? threads : 1;
+  std::vector<float> lmn(nb * chunks, kInf), lmx(nb * chunks, -kInf);
+  forEachSegmentChunked(l, x.numel(), chunks, [&](int64_t c, int64_t off, int64_t n, int64_t qo, int64_t qs) {
+    fn(xb + off * es, n, lmn.data() + c * nb + qo, lmx.data() + c * nb + qo, qs);
+  });
+  for (int64_t c = 0; c < chunks; ++c) {
+    for (int64_t i = 0; i < nb; ++i) {
+      const float a = lmn[c * nb + i], b = lmx[c * nb + i];
+      mn[i] = (std::isnan(a) || a < mn[i]) ? a : mn[i];
+      mx[i] = (std::isnan(b) || b > mx[i]) ? b : mx[i];
+    }
+  }
 }
 
 std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineCpu(
