@@ -47,4 +47,19 @@ TORCH_LIBRARY(pt2q, m) {
   // (sign-extended) when signed, else uint8.
   m.def("pack_int4(Tensor input, str nibble_order=\"low_first\") -> Tensor");
   m.def("unpack_int4(Tensor packed, bool signed=True, str nibble_order=\"low_first\") -> Tensor");
+
+  // ---- MX / BFP block formats (kernels/README.md, Note [MX numerics]) -----------------------
+  // Blocks of `block_size` elements along `axis` (0: the whole axis; a ragged last block acts
+  // as zero-padded) share one E8M0 scale. elem_format: microxcaling's names (int8, int4, int2,
+  // fp8_e5m2, fp8_e4m3, fp6_e3m2, fp6_e2m3, fp4_e2m1; int2..int16 for BFP). rounding: nearest
+  // (ties away), even, floor (toward zero), stochastic (seeded; None draws the seed from the
+  // default generator). scale_mode: floor (OCP), ceil, even, rceil. Straight-through gradient.
+  m.def(
+      "mx_fake_quantize(Tensor x, str elem_format, int block_size=32, int axis=-1, str rounding=\"nearest\", "
+      "str scale_mode=\"floor\", bool flush_fp32_subnorms=False, int? seed=None) -> Tensor");
+  // BFP: integer elements of `bits` bits (sign included, 2..16) sharing an 8-bit exponent; the
+  // same kernels as mx_fake_quantize with elem_format "int<bits>".
+  m.def(
+      "bfp_fake_quantize(Tensor x, int bits=8, int block_size=32, int axis=-1, str rounding=\"nearest\", "
+      "str scale_mode=\"floor\", bool flush_fp32_subnorms=False, int? seed=None) -> Tensor");
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cpu/affine_microkernels.h"
+#include "kernels/cpu/mx_microkernels.h"
 
 namespace pt2q::cpu {
 namespace {
@@ -54,6 +55,20 @@ const AffineKernels& affineKernels() {
       if (static_cast<int>(isa) <= static_cast<int>(cap) && cpuHas(isa)) return &tableFor(isa);
     }
     return &tableFor(Isa::kGeneric);
+  }();
+  return *chosen;
+}
+
+const MxKernels& mxKernels() {
+  // The same ISA as the affine kernels, so PT2Q_CPU_ISA caps both.
+  static const MxKernels* chosen = [] {
+    switch (affineKernels().isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+      case Isa::kAvx512: return &mxKernelsAvx512();
+      case Isa::kAvx2: return &mxKernelsAvx2();
+#endif
+      default: return &mxKernelsGeneric();
+    }
   }();
   return *chosen;
 }

@@ -6,6 +6,7 @@
 
 #include "kernels/affine_ops.h"
 #include "kernels/int4_pack_args.h"
+#include "kernels/mx/mx_args.h"
 
 namespace pt2q::python {
 
@@ -43,6 +44,14 @@ void bindReference(py::module_& m) {
         },
         py::arg("input"), py::arg("block_size"), py::arg("scale"), py::arg("zero_point"), py::arg("quant_dtype"),
         py::arg("quant_min") = py::none(), py::arg("quant_max") = py::none(), py::arg("zero_point_domain") = "int");
+  m.def("mx_fake_quantize",
+        [](const at::Tensor& x, const std::string& fmt, int64_t block, int64_t axis, const std::string& rounding,
+           const std::string& scale_mode, bool flush, std::optional<int64_t> seed) {
+          return mx::mxFakeQuantizeRef(x, fmt, block, axis, rounding, scale_mode, flush, seed);
+        },
+        py::arg("x"), py::arg("elem_format"), py::arg("block_size") = 32, py::arg("axis") = -1,
+        py::arg("rounding") = "nearest", py::arg("scale_mode") = "floor", py::arg("flush_fp32_subnorms") = false,
+        py::arg("seed") = py::none());
   m.def("pack_int4", [](const at::Tensor& x, const std::string& order) { return packInt4Ref(x, order); },
         py::arg("input"), py::arg("nibble_order") = "low_first");
   m.def("unpack_int4",

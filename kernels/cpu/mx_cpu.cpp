@@ -1,0 +1,62 @@
+// CPU kernel of mx_fake_quantize: shared checks, then the ISA's fused kernel over block rows
+// in parallel (one pass over memory; each block row is independent).
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "kernels/cpu/mx_microkernels.h"
+#include "kernels/mx/mx_args.h"
+
+namespace pt2q::mx {
+namespace {
+
+uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+int floatKind(at::ScalarType t) {
+  return t == at::kFloat ? 0 : (t == at::kBFloat16 ? 1 : 2);
+}
+
+at::Tensor mxFakeQuantizeCpu(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
+                             c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
+                             std::optional<int64_t> seed) {
+  const MxSpec spec =
+      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_fake_quantize");
+  const at::Tensor xc = x.contiguous();
+  at::Tensor y = at::empty_like(xc);
+  if (x.numel() == 0) return y;
+  const MxShape shape = mxShape(xc, spec);
+  cpu::MxCall c{};
+  c.is_int = spec.format.is_int();
+  c.emin = spec.format.emin();
+  c.m = spec.format.stored_mbits();
+  c.emax = spec.format.emax;
+  c.max_norm = spec.format.max_norm;
+  c.rounding = static_cast<uint8_t>(spec.rounding);
+  c.scale_mode = static_cast<uint8_t>(spec.scale_mode);
+  c.flush_fp32_subnorms = spec.flush_fp32_subnorms;
+  c.random_key = hash32(static_cast<uint32_t>(spec.seed) ^ hash32(static_cast<uint32_t>(spec.seed >> 32) + 0x9e3779b9u));
+  c.len = shape.len;
+  c.inner = shape.inner;
+  c.block = spec.block;
+  const auto fn = cpu::mxKernels().fake_quantize[floatKind(xc.scalar_type())];
+  const int64_t rows = shape.outer * shape.blocks_per_row;
+  const int64_t elems_per_row = std::max<int64_t>(1, std::min(spec.block, shape.len) * shape.inner);
+  const int64_t grain = std::max<int64_t>(1, 16384 / elems_per_row);
+  const void* xp = xc.const_data_ptr();
+  void* yp = y.data_ptr();
+  at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fn(xp, yp, b, e, c); });
+  return y;
+}
+
+}  // namespace
+}  // namespace pt2q::mx
+
+TORCH_LIBRARY_IMPL(pt2q, CPU, m) {
+  m.impl("mx_fake_quantize", &pt2q::mx::mxFakeQuantizeCpu);
+}

@@ -1,0 +1,162 @@
+// Bodies of the MX / BFP CPU kernels, compiled once per ISA like affine_kernels_impl.h: each
+// ISA file defines PT2Q_CPU_ISA_NS and includes this header; the element loops are plain
+// branch-free C++ that the compiler vectorizes for that ISA's flags.
+//
+// A block row is (outer index o, block j along the quantized axis). When the axis is the
+// innermost one (inner == 1) its blocks are contiguous runs; otherwise each of the `inner`
+// columns is its own block of up to `block` elements with stride `inner`, and the loops run
+// across columns so that they stay contiguous.
+#pragma once
+
+#ifndef PT2Q_CPU_ISA_NS
+#error "define PT2Q_CPU_ISA_NS before including mx_kernels_impl.h"
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/mx_microkernels.h"
+
+namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
+namespace mxk {
+
+#include "kernels/cpu/simd/float_bits.h"
+#include "kernels/mx/mx_numerics.h"
+
+template <FloatKind K>
+struct IO;
+template <>
+struct IO<FloatKind::kF32> {
+  using T = float;
+  static float load(T v) { return v; }
+  static T store(float v) { return v; }
+};
+template <>
+struct IO<FloatKind::kBF16> {
+  using T = uint16_t;
+  static float load(T v) { return bf16ToFloat(v); }
+  static T store(float v) { return floatToBF16(v); }
+};
+template <>
+struct IO<FloatKind::kF16> {
+  using T = uint16_t;
+  static float load(T v) { return f16ToFloat(v); }
+  static T store(float v) { return floatToF16(v); }
+};
+
+constexpr int64_t kColumns = 256;  // columns processed together when blocks are strided
+
+template <FloatKind K, int R>
+void fakeQuantizeBlockRows(const void* xv, void* yv, int64_t rb, int64_t re, const MxCall& c) {
+  using T = typename IO<K>::T;
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  const float nan = u2f(0x7FC00000u);
+  float amax[kColumns], scale[kColumns];
+  uint8_t kill[kColumns];  // 1: NaN block, 2: flushed block
+  for (int64_t r = rb; r < re; ++r) {
+    const int64_t o = r / nblocks, j = r % nblocks;
+    const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
+    for (int64_t w0 = 0; w0 < c.inner; w0 += kColumns) {
+      const int64_t nw = std::min(kColumns, c.inner - w0);
+      // Block maxima: NaN wins, as microxcaling's (x > m) || isnan(x).
+      for (int64_t w = 0; w < nw; ++w) amax[w] = 0.0f;
+      uint8_t nan_seen[kColumns] = {};
+      for (int64_t l = l0; l < l1; ++l) {
+        const T* row = x + (o * c.len + l) * c.inner + w0;
+        for (int64_t w = 0; w < nw; ++w) {
+          const float a = std::fabs(IO<K>::load(row[w]));
+          nan_seen[w] |= (a != a);
+          amax[w] = a > amax[w] ? a : amax[w];
+        }
+      }
+      for (int64_t w = 0; w < nw; ++w) {
+        const float m = nan_seen[w] ? nan : amax[w];
+        const uint32_t s = sharedScaleBits(m, p, c.scale_mode);
+        scale[w] = scaleValue(s);
+        kill[w] = s == 255u ? 1 : ((c.flush_fp32_subnorms && ((f2u(m) >> 23) & 0xFFu) == 0u) ? 2 : 0);
+      }
+      for (int64_t l = l0; l < l1; ++l) {
+        const int64_t base = (o * c.len + l) * c.inner + w0;
+        const T* row = x + base;
+        T* out = y + base;
+        for (int64_t w = 0; w < nw; ++w) {
+          const float v = IO<K>::load(row[w]) / scale[w];
+          const uint32_t rnd = (R == 3) ? elementRandom(c.random_key, static_cast<uint64_t>(base + w)) : 0u;
+          float q = quantizeElement<R>(v, p, rnd) * scale[w];
+          q = kill[w] == 1 ? nan : (kill[w] == 2 ? 0.0f : q);
+          out[w] = IO<K>::store(q);
+        }
+      }
+    }
+  }
+}
+
+// Innermost-axis blocks: contiguous runs, one scale each.
+template <FloatKind K, int R>
+void fakeQuantizeContiguous(const void* xv, void* yv, int64_t rb, int64_t re, const MxCall& c) {
+  using T = typename IO<K>::T;
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  const float nan = u2f(0x7FC00000u);
+  for (int64_t r = rb; r < re; ++r) {
+    const int64_t o = r / nblocks, j = r % nblocks;
+    const int64_t begin = o * c.len + j * c.block;
+    const int64_t n = std::min(c.block, c.len - j * c.block);
+    const T* xb = x + begin;
+    T* yb = y + begin;
+    float amax = 0.0f;
+    bool nan_seen = false;
+    for (int64_t i = 0; i < n; ++i) {
+      const float a = std::fabs(IO<K>::load(xb[i]));
+      nan_seen |= (a != a);
+      amax = a > amax ? a : amax;
+    }
+    if (nan_seen) amax = nan;
+    const uint32_t s = sharedScaleBits(amax, p, c.scale_mode);
+    if (s == 255u || (c.flush_fp32_subnorms && ((f2u(amax) >> 23) & 0xFFu) == 0u)) {
+      const T fill = IO<K>::store(s == 255u ? nan : 0.0f);
+      for (int64_t i = 0; i < n; ++i) yb[i] = fill;
+      continue;
+    }
+    const float scale = scaleValue(s);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t rnd = (R == 3) ? elementRandom(c.random_key, static_cast<uint64_t>(begin + i)) : 0u;
+      yb[i] = IO<K>::store(quantizeElement<R>(IO<K>::load(xb[i]) / scale, p, rnd) * scale);
+    }
+  }
+}
+
+template <FloatKind K, int R>
+void fakeQuantizeRows(const void* x, void* y, int64_t rb, int64_t re, const MxCall& c) {
+  if (c.inner == 1) return fakeQuantizeContiguous<K, R>(x, y, rb, re, c);
+  fakeQuantizeBlockRows<K, R>(x, y, rb, re, c);
+}
+
+template <FloatKind K>
+void fakeQuantize(const void* x, void* y, int64_t rb, int64_t re, const MxCall& c) {
+  switch (c.rounding) {
+    case 1: return fakeQuantizeRows<K, 1>(x, y, rb, re, c);
+    case 2: return fakeQuantizeRows<K, 2>(x, y, rb, re, c);
+    case 3: return fakeQuantizeRows<K, 3>(x, y, rb, re, c);
+    default: return fakeQuantizeRows<K, 0>(x, y, rb, re, c);
+  }
+}
+
+inline MxKernels makeMxTable(const char* name) {
+  MxKernels t{};
+  t.name = name;
+  t.fake_quantize[0] = &fakeQuantize<FloatKind::kF32>;
+  t.fake_quantize[1] = &fakeQuantize<FloatKind::kBF16>;
+  t.fake_quantize[2] = &fakeQuantize<FloatKind::kF16>;
+  return t;
+}
+
+}  // namespace mxk
+}  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -1,0 +1,45 @@
+// Torch-free CPU kernels of MX / BFP fake-quantization, one table per ISA (as the affine
+// microkernels, see affine_microkernels.h).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/affine_microkernels.h"
+
+namespace pt2q::cpu {
+
+/// Everything one MX call needs besides the data.
+struct MxCall {
+  // element format
+  bool is_int;
+  int32_t emin;
+  int32_t m;
+  int32_t emax;
+  float max_norm;
+  // modes
+  uint8_t rounding;    // 0 nearest, 1 even, 2 floor, 3 stochastic
+  uint8_t scale_mode;  // 0 floor, 1 ceil, 2 even, 3 rceil
+  bool flush_fp32_subnorms;
+  uint32_t random_key;  // stochastic rounding stream (see mx_numerics.h)
+  // layout of the contiguous tensor: [outer, len, inner], blocks of `block` along len
+  int64_t len;
+  int64_t inner;
+  int64_t block;
+};
+
+/// Fake-quantizes the blocks of rows [block_row_begin, block_row_end) of a contiguous tensor,
+/// where block row r = (outer index o, block index j along len). x and y point at element 0.
+using MxFakeQuantizeFn = void (*)(const void* x, void* y, int64_t block_row_begin, int64_t block_row_end,
+                                  const MxCall& c);
+
+struct MxKernels {
+  const char* name;
+  MxFakeQuantizeFn fake_quantize[kNumFloatKinds];
+};
+
+const MxKernels& mxKernels();
+const MxKernels& mxKernelsGeneric();
+const MxKernels& mxKernelsAvx2();
+const MxKernels& mxKernelsAvx512();
+
+}  // namespace pt2q::cpu

@@ -1,0 +1,54 @@
+// Argument checks of the MX / BFP ops, shared by the reference, CPU and Meta kernels.
+#include "kernels/mx/mx_args.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
+#include <string>
+
+namespace pt2q::mx {
+
+MxSpec prepareMx(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
+                 c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
+                 std::optional<int64_t> seed, const char* op) {
+  const auto dt = x.scalar_type();
+  TORCH_CHECK_TYPE(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf, op,
+                   ": x must be float32, bfloat16 or float16, got ", dt);
+  MxSpec s;
+  TORCH_CHECK_VALUE(parseElemFormat(std::string(elem_format), &s.format), op, ": unknown elem_format \"",
+                    elem_format, "\"; expected one of ", elemFormatNames());
+  TORCH_CHECK_VALUE(parseRounding(std::string(rounding), &s.rounding), op, ": rounding must be \"nearest\", ",
+                    "\"even\", \"floor\" or \"stochastic\", got \"", rounding, "\"");
+  TORCH_CHECK_VALUE(parseScaleMode(std::string(scale_mode), &s.scale_mode), op, ": scale_mode must be \"floor\", ",
+                    "\"ceil\", \"even\" or \"rceil\", got \"", scale_mode, "\"");
+  const int64_t dim = std::max<int64_t>(x.dim(), 1);
+  TORCH_CHECK_VALUE(axis >= -dim && axis < dim, op, ": axis ", axis, " is out of range for a tensor of ",
+                    x.dim(), " dimensions");
+  s.axis = axis < 0 ? axis + dim : axis;
+  TORCH_CHECK_VALUE(block_size >= 0, op, ": block_size must be positive, or 0 for the whole axis, got ", block_size);
+  const int64_t len = x.dim() == 0 ? 1 : x.size(s.axis);
+  s.block = block_size == 0 ? std::max<int64_t>(len, 1) : block_size;
+  s.flush_fp32_subnorms = flush_fp32_subnorms;
+  if (seed.has_value()) {
+    s.seed = static_cast<uint64_t>(*seed);
+  } else if (s.rounding == Rounding::kStochastic) {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    s.seed = gen.get<at::CPUGeneratorImpl>()->random64();
+  } else {
+    s.seed = 0;
+  }
+  return s;
+}
+
+MxShape mxShape(const at::Tensor& x, const MxSpec& spec) {
+  MxShape m;
+  if (x.dim() == 0) return m;
+  for (int64_t d = 0; d < spec.axis; ++d) m.outer *= x.size(d);
+  m.len = x.size(spec.axis);
+  for (int64_t d = spec.axis + 1; d < x.dim(); ++d) m.inner *= x.size(d);
+  m.blocks_per_row = (m.len + spec.block - 1) / spec.block;
+  return m;
+}
+
+}  // namespace pt2q::mx

@@ -1,0 +1,117 @@
+// MX / BFP numerics on raw fp32 bits, per block and per element: the shared scale (E8M0) of a
+// block and the element rounding. Torch-free; included inside an ISA namespace (see
+// cpu/mx_kernels_impl.h) after <cmath>, <cstdint> and simd/float_bits.h.
+//
+// See Note [MX numerics] in kernels/README.md. This is microxcaling's C++/CUDA semantics
+// (mx/cpp/mx.cuh, quantize.cuh) written on values instead of mantissa shifts:
+//   element step  = 2^(se), se = (int ? 0 : max(e, emin)) - m     (e = exponent of |v|)
+//   n             = round_mode(|v| / step), q = min(n * step, max_norm), sign restored, +0 for 0
+// Every operation is exact in fp32 except the division v = a / X (X a power of two, so exact
+// unless the quotient is an fp32 subnormal, where both round the same way).
+
+/// Per-format constants in the form the kernels use.
+struct ElemParams {
+  bool is_int;
+  int32_t emin;    // smallest normal element exponent (0 for ints)
+  int32_t m;       // stored mantissa bits (ints: mbits - 2)
+  int32_t emax;    // exponent the block max is aligned to by the floor/ceil/even scale modes
+  float max_norm;
+};
+
+inline uint32_t f2u(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+inline float u2f(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// Biased E8M0 exponent (0..254) of a block's shared scale, or 255 for a NaN scale (any
+/// NaN/Inf in the block, or an exponent beyond 2^127). `amax` is the NaN-propagating max |a|.
+inline uint32_t sharedScaleBits(float amax, const ElemParams& p, uint8_t scale_mode) {
+  const uint32_t b = f2u(amax);
+  const uint32_t eb = (b >> 23) & 0xFFu;
+  const uint32_t mant = b & 0x7FFFFFu;
+  if (eb == 255u) return 255u;
+  int32_t u;
+  switch (scale_mode) {
+    case 1:  // ceil (torchao CEIL): round the block max up to a power of two first
+      u = static_cast<int32_t>(eb) - 127 + (mant != 0 ? 1 : 0) - p.emax;
+      break;
+    case 2: {  // even (torchao EVEN): round the block max to the element's mantissa width first
+      const int32_t shift = 23 - p.m - 1;
+      const uint32_t r = (b + (shift >= 0 ? (1u << shift) : 0u)) & 0x7F800000u;
+      u = static_cast<int32_t>(r >> 23) - 127 - p.emax;
+      break;
+    }
+    case 3: {  // rceil (torchao RCEIL, cuBLAS): 2^ceil(log2(amax / max_norm)), in fp32
+      const uint32_t t = f2u(amax / p.max_norm);
+      const uint32_t te = (t >> 23) & 0xFFu, tm = t & 0x7FFFFFu;
+      if (te == 255u) return 255u;
+      const uint32_t byte = (te == 0) ? (tm > 0x400000u ? 1u : 0u) : te + (tm != 0 ? 1u : 0u);
+      return byte > 254u ? 255u : byte;
+    }
+    default:  // floor: the OCP rule, microxcaling's bit extraction
+      u = static_cast<int32_t>(eb) - 127 - p.emax;
+      break;
+  }
+  const int32_t s = u + 127;
+  if (s > 254) return 255u;  // beyond 2^127: NaN scale
+  if (s < 0) return 0u;      // clamped to 2^-127
+  return static_cast<uint32_t>(s);
+}
+
+/// The value of an E8M0 byte: 2^(s-127); byte 0 is 2^-127 (an fp32 subnormal); 255 is NaN.
+inline float scaleValue(uint32_t s) {
+  if (s == 255u) return u2f(0x7FC00000u);
+  return s == 0u ? u2f(0x00400000u) : u2f(s << 23);
+}
+
+/// 32 random bits for element `index` of a stream, independent of how work is split.
+inline uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+inline uint32_t streamKey(uint64_t seed) {
+  return hash32(static_cast<uint32_t>(seed) ^ hash32(static_cast<uint32_t>(seed >> 32) + 0x9e3779b9u));
+}
+
+inline uint32_t elementRandom(uint32_t key, uint64_t index) {
+  return hash32(static_cast<uint32_t>(index) ^ hash32(static_cast<uint32_t>(index >> 32) ^ key));
+}
+
+/// Rounds v (already divided by the block scale) to the element grid. R: 0 nearest (ties
+/// away), 1 even, 2 floor (toward zero), 3 stochastic (up with probability frac, from rnd).
+template <int R>
+inline float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
+  const uint32_t b = f2u(v);
+  const uint32_t sign = b & 0x80000000u;
+  const float av = u2f(b & 0x7FFFFFFFu);
+  const int32_t e = static_cast<int32_t>((b >> 23) & 0xFFu) - 127;
+  const int32_t se = (p.is_int ? 0 : (e > p.emin ? e : p.emin)) - p.m;
+  const float scaled = av * u2f(static_cast<uint32_t>(127 - se) << 23);
+  const float n0 = std::trunc(scaled);
+  const float frac = scaled - n0;
+  bool up;
+  if constexpr (R == 0) {
+    up = frac >= 0.5f;
+  } else if constexpr (R == 1) {
+    up = frac > 0.5f || (frac == 0.5f && (static_cast<int32_t>(n0) & 1));
+  } else if constexpr (R == 2) {
+    up = false;
+  } else {
+    up = static_cast<uint32_t>(frac * 4294967296.0f) > rnd;
+  }
+  float q = (n0 + (up ? 1.0f : 0.0f)) * u2f(static_cast<uint32_t>(127 + se) << 23);
+  q = q < p.max_norm ? q : p.max_norm;
+  return u2f(f2u(q) | (q != 0.0f ? sign : 0u));
+}
