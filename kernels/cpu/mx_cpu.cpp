@@ -3,6 +3,9 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "kernels/cpu/mx_microkernels.h"
 #include "kernels/mx/mx_args.h"
 
@@ -44,6 +47,10 @@ at::Tensor mxFakeQuantizeCpu(const at::Tensor& x, c10::string_view elem_format, 
   c.len = shape.len;
   c.inner = shape.inner;
   c.block = spec.block;
+  // Same rule as the affine kernels (kernels/cpu/affine_cpu.cpp): streaming stores from 16 MiB.
+  const char* env = std::getenv("PT2Q_STREAMING_STORES");
+  const int64_t bytes = y.numel() * y.element_size();
+  c.stream_stores = env != nullptr ? std::string(env) == "1" : bytes >= (int64_t(16) << 20);
   const auto fn = cpu::mxKernels().fake_quantize[floatKind(xc.scalar_type())];
   const int64_t rows = shape.outer * shape.blocks_per_row;
   const int64_t elems_per_row = std::max<int64_t>(1, std::min(spec.block, shape.len) * shape.inner);

@@ -17,6 +17,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(PT2Q_VEC_AVX512)
+#include <immintrin.h>
+#endif
+
 #include "kernels/cpu/mx_microkernels.h"
 
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
@@ -24,6 +28,9 @@ namespace mxk {
 
 #include "kernels/cpu/simd/float_bits.h"
 #include "kernels/mx/mx_numerics.h"
+#if defined(PT2Q_VEC_AVX512)
+#include "kernels/cpu/mx_simd_avx512.h"
+#endif
 
 template <FloatKind K>
 struct IO;
@@ -135,8 +142,17 @@ void fakeQuantizeContiguous(const void* xv, void* yv, int64_t rb, int64_t re, co
 
 template <FloatKind K, int R>
 void fakeQuantizeRows(const void* x, void* y, int64_t rb, int64_t re, const MxCall& c) {
+#if defined(PT2Q_VEC_AVX512)
+  if (c.stream_stores) {
+    if (c.inner == 1) return fakeQuantizeContiguousSimd<K, R, true>(x, y, rb, re, c);
+    return fakeQuantizeColumnsSimd<K, R, true>(x, y, rb, re, c);
+  }
+  if (c.inner == 1) return fakeQuantizeContiguousSimd<K, R, false>(x, y, rb, re, c);
+  return fakeQuantizeColumnsSimd<K, R, false>(x, y, rb, re, c);
+#else
   if (c.inner == 1) return fakeQuantizeContiguous<K, R>(x, y, rb, re, c);
   fakeQuantizeBlockRows<K, R>(x, y, rb, re, c);
+#endif
 }
 
 template <FloatKind K>

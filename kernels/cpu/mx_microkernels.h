@@ -25,6 +25,8 @@ struct MxCall {
   int64_t len;
   int64_t inner;
   int64_t block;
+  // Write the output with streaming stores (outputs much larger than the last-level cache).
+  bool stream_stores = false;
 };
 
 /// Fake-quantizes the blocks of rows [block_row_begin, block_row_end) of a contiguous tensor,

@@ -31,6 +31,19 @@ for dt in (torch.float32, torch.bfloat16, torch.float16):
         f = torch.ops.pt2q.fake_quantize_affine_cachemask(x, block, s, z, torch.int8, None, None, "int")
         r = ref.fake_quantize_affine_cachemask(x, block, s, z, torch.int8)
         assert torch.equal(f[0], r[0]) and torch.equal(f[1], r[1])
+from tests.mx.inputs import mx_inputs
+mxx = torch.from_numpy(mx_inputs(512, 24, seed=4)).reshape(96, 128)
+for dt in (torch.float32, torch.bfloat16, torch.float16):
+    for fmt in ("int8", "fp8_e4m3", "fp4_e2m1", "int5"):
+        for rounding in ("nearest", "even", "floor", "stochastic"):
+            for axis, block in ((-1, 32), (0, 32), (-1, 7), (0, 0)):
+                xx = mxx.to(dt)
+                got = torch.ops.pt2q.mx_fake_quantize(xx, fmt, block, axis, rounding, "floor", False, 5)
+                want = ref.mx_fake_quantize(xx, fmt, block, axis, rounding, "floor", False, 5)
+                assert torch.equal(torch.isnan(got), torch.isnan(want)), (dt, fmt, rounding, axis)
+                ok = ~torch.isnan(got)
+                assert torch.equal(got[ok].view(torch.int16 if dt != torch.float32 else torch.int32),
+                                   want[ok].view(torch.int16 if dt != torch.float32 else torch.int32)), (dt, fmt, rounding, axis)
 p = torch.randint(-8, 8, (5, 600), dtype=torch.int8)
 assert torch.equal(ops.pack_int4(p, "high_first"), ref.pack_int4(p, "high_first"))
 print("ok", sys.argv[1])

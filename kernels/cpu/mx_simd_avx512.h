@@ -1,0 +1,249 @@
+// AVX-512 bodies of the MX / BFP fake-quantize loops: 16 elements per step, masked loads and
+// stores for ragged blocks. Included by mx_kernels_impl.h inside the avx512 namespace, after
+// mx_numerics.h, whose scalar quantizeElement this mirrors lane for lane (tested bit for bit
+// against the numpy specification and the ATen reference).
+
+struct VecParams {
+  __m512i emin, m, seed_lanes;
+  __m512 max_norm;
+  bool is_int;
+};
+
+inline VecParams vecParams(const ElemParams& p) {
+  VecParams v;
+  v.emin = _mm512_set1_epi32(p.emin);
+  v.m = _mm512_set1_epi32(p.m);
+  v.max_norm = _mm512_set1_ps(p.max_norm);
+  v.is_int = p.is_int;
+  v.seed_lanes = _mm512_setzero_si512();
+  return v;
+}
+
+// quantizeElement<R> on 16 lanes; rnd holds the stochastic bits (R == 3 only).
+template <int R>
+inline __m512 quantizeElements16(__m512 v, const VecParams& p, __m512i rnd) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i sign = _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m512 av = _mm512_castsi512_ps(_mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF)));
+  __m512i se;
+  if (p.is_int) {
+    se = _mm512_sub_epi32(_mm512_setzero_si512(), p.m);
+  } else {
+    const __m512i e = _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 23), _mm512_set1_epi32(0xFF)),
+                                       _mm512_set1_epi32(127));
+    se = _mm512_sub_epi32(_mm512_max_epi32(e, p.emin), p.m);
+  }
+  const __m512 up_scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(127), se), 23));
+  const __m512 down_scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_set1_epi32(127), se), 23));
+  const __m512 scaled = _mm512_mul_ps(av, up_scale);
+  const __m512 n0 = _mm512_roundscale_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_sub_ps(scaled, n0);
+  __mmask16 up;
+  if constexpr (R == 0) {
+    up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  } else if constexpr (R == 1) {
+    const __mmask16 odd = _mm512_test_epi32_mask(_mm512_cvttps_epi32(n0), _mm512_set1_epi32(1));
+    up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GT_OQ) |
+         (_mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_EQ_OQ) & odd);
+  } else if constexpr (R == 2) {
+    up = 0;
+  } else {
+    const __m512i t = _mm512_cvttps_epu32(_mm512_mul_ps(frac, _mm512_set1_ps(4294967296.0f)));
+    up = _mm512_cmpgt_epu32_mask(t, rnd);
+  }
+  const __m512 n = _mm512_mask_add_ps(n0, up, n0, _mm512_set1_ps(1.0f));
+  const __m512 q = _mm512_min_ps(_mm512_mul_ps(n, down_scale), p.max_norm);
+  const __mmask16 nonzero = _mm512_cmp_ps_mask(q, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+  return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_castps_si512(q), nonzero, _mm512_castps_si512(q), sign));
+}
+
+template <FloatKind K>
+inline __m512 loadMasked(const void* p, __mmask16 k) {
+  if constexpr (K == FloatKind::kF32) {
+    return _mm512_maskz_loadu_ps(k, p);
+  } else {
+    const __m256i h = _mm256_maskz_loadu_epi16(k, p);
+    if constexpr (K == FloatKind::kBF16) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm512_cvtph_ps(h);
+    }
+  }
+}
+
+template <FloatKind K>
+inline void storeMasked(void* p, __mmask16 k, __m512 v) {
+  if constexpr (K == FloatKind::kF32) {
+    _mm512_mask_storeu_ps(p, k, v);
+  } else if constexpr (K == FloatKind::kBF16) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
+    _mm256_mask_storeu_epi16(p, k, _mm512_cvtepi32_epi16(r));
+  } else {
+    _mm256_mask_storeu_epi16(p, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+template <FloatKind K>
+inline __m512 loadFull(const void* p) {
+  if constexpr (K == FloatKind::kF32) {
+    return _mm512_loadu_ps(p);
+  } else {
+    const __m256i h = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+    if constexpr (K == FloatKind::kBF16) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm512_cvtph_ps(h);
+    }
+  }
+}
+
+// Full 16-lane store, streaming (non-temporal) when asked; p must then be aligned to the
+// store width (64 bytes for fp32, 32 for 16-bit types).
+template <FloatKind K, bool Stream>
+inline void storeFull(void* p, __m512 v) {
+  if constexpr (K == FloatKind::kF32) {
+    if constexpr (Stream) _mm512_stream_ps(static_cast<float*>(p), v); else _mm512_storeu_ps(p, v);
+  } else {
+    __m256i h;
+    if constexpr (K == FloatKind::kBF16) {
+      const __m512i u = _mm512_castps_si512(v);
+      const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+      __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+      r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
+      h = _mm512_cvtepi32_epi16(r);
+    } else {
+      h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    }
+    if constexpr (Stream) _mm256_stream_si256(static_cast<__m256i*>(p), h); else _mm256_storeu_si256(static_cast<__m256i*>(p), h);
+  }
+}
+
+inline __mmask16 laneMask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// Random bits of 16 consecutive elements starting at `index` (scalar hash: stochastic only).
+inline __m512i randomLanes(uint32_t key, uint64_t index) {
+  alignas(64) uint32_t r[16];
+  for (int i = 0; i < 16; ++i) r[i] = elementRandom(key, index + i);
+  return _mm512_load_si512(r);
+}
+
+// Contiguous blocks (the quantized axis is innermost).
+template <FloatKind K, int R, bool Stream>
+void fakeQuantizeContiguousSimd(const void* xv, void* yv, int64_t rb, int64_t re, const MxCall& c) {
+  constexpr int64_t es = K == FloatKind::kF32 ? 4 : 2;
+  const char* x = static_cast<const char*>(xv);
+  char* y = static_cast<char*>(yv);
+  const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
+  const VecParams vp = vecParams(p);
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  const __m512 vnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+  for (int64_t r = rb; r < re; ++r) {
+    const int64_t o = r / nblocks, j = r % nblocks;
+    const int64_t begin = o * c.len + j * c.block;
+    const int64_t n = std::min(c.block, c.len - j * c.block);
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 nan_seen = 0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      const __m512 a = _mm512_abs_ps(loadFull<K>(x + (begin + i) * es));
+      nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+      vmax = _mm512_max_ps(vmax, a);
+    }
+    if (i < n) {
+      const __m512 a = _mm512_abs_ps(loadMasked<K>(x + (begin + i) * es, laneMask(n - i)));
+      nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+      vmax = _mm512_max_ps(vmax, a);
+    }
+    const float amax = nan_seen ? u2f(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
+    const uint32_t s = sharedScaleBits(amax, p, c.scale_mode);
+    const bool flush = c.flush_fp32_subnorms && ((f2u(amax) >> 23) & 0xFFu) == 0u;
+    const __m512 scale = _mm512_set1_ps(scaleValue(s));
+    // x / X == x * (1/X) exactly: X is a power of two, and so is 1/X (2^127 for X = 2^-127),
+    // so both are the correctly rounded value of the same quotient.
+    const __m512 inv = _mm512_set1_ps(1.0f / scaleValue(s));
+    auto compute = [&](__m512 xin, int64_t at) {
+      if (s == 255u) return vnan;
+      if (flush) return _mm512_setzero_ps();
+      const __m512i rnd = R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(at)) : _mm512_setzero_si512();
+      return _mm512_mul_ps(quantizeElements16<R>(_mm512_mul_ps(xin, inv), vp, rnd), scale);
+    };
+    i = 0;
+    // Streaming stores need aligned destinations: only when the block starts aligned.
+    const bool aligned = (reinterpret_cast<uintptr_t>(y + begin * es) % (16 * es)) == 0;
+    for (; i + 16 <= n; i += 16) {
+      const __m512 q = compute(loadFull<K>(x + (begin + i) * es), begin + i);
+      if (Stream && aligned) storeFull<K, true>(y + (begin + i) * es, q); else storeFull<K, false>(y + (begin + i) * es, q);
+    }
+    if (i < n) {
+      const __mmask16 k = laneMask(n - i);
+      storeMasked<K>(y + (begin + i) * es, k, compute(loadMasked<K>(x + (begin + i) * es, k), begin + i));
+    }
+  }
+  if constexpr (Stream) _mm_sfence();
+}
+
+// Strided blocks: each of `inner` columns is a block. Columns go in tiles of 256 (1 KiB of
+// fp32 per row) so that every pass reads whole cache lines of each row; 16 lanes per step,
+// each lane with its own scale.
+template <FloatKind K, int R, bool Stream>
+void fakeQuantizeColumnsSimd(const void* xv, void* yv, int64_t rb, int64_t re, const MxCall& c) {
+  constexpr int64_t es = K == FloatKind::kF32 ? 4 : 2;
+  constexpr int64_t kTile = 256;
+  const char* x = static_cast<const char*>(xv);
+  char* y = static_cast<char*>(yv);
+  const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
+  const VecParams vp = vecParams(p);
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  const __m512 vnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+  alignas(64) float amax[kTile], scale[kTile], inv[kTile];
+  alignas(64) uint32_t kill[kTile];
+  for (int64_t r = rb; r < re; ++r) {
+    const int64_t o = r / nblocks, j = r % nblocks;
+    const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
+    for (int64_t w0 = 0; w0 < c.inner; w0 += kTile) {
+      const int64_t nw = std::min(kTile, c.inner - w0);
+      for (int64_t w = 0; w < nw; w += 16) {
+        const __mmask16 k = laneMask(nw - w);
+        __m512 vmax = _mm512_setzero_ps();
+        __mmask16 nan_seen = 0;
+        for (int64_t l = l0; l < l1; ++l) {
+          const __m512 a = _mm512_abs_ps(loadMasked<K>(x + ((o * c.len + l) * c.inner + w0 + w) * es, k));
+          nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+          vmax = _mm512_max_ps(vmax, a);
+        }
+        _mm512_store_ps(amax + w, _mm512_mask_mov_ps(vmax, nan_seen, vnan));
+      }
+      for (int64_t w = 0; w < nw; ++w) {
+        const uint32_t s = sharedScaleBits(amax[w], p, c.scale_mode);
+        scale[w] = scaleValue(s);
+        inv[w] = 1.0f / scale[w];  // exact: see fakeQuantizeContiguousSimd
+        kill[w] = s == 255u ? 1u : ((c.flush_fp32_subnorms && ((f2u(amax[w]) >> 23) & 0xFFu) == 0u) ? 2u : 0u);
+      }
+      for (int64_t l = l0; l < l1; ++l) {
+        const int64_t row = (o * c.len + l) * c.inner + w0;
+        const bool aligned = (reinterpret_cast<uintptr_t>(y + row * es) % (16 * es)) == 0;
+        for (int64_t w = 0; w < nw; w += 16) {
+          const __mmask16 k = laneMask(nw - w);
+          const __m512 vscale = _mm512_load_ps(scale + w);
+          const __m512i vkill = _mm512_load_si512(kill + w);
+          const __m512 v = _mm512_mul_ps(loadMasked<K>(x + (row + w) * es, k), _mm512_load_ps(inv + w));
+          const __m512i rnd = R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(row + w)) : _mm512_setzero_si512();
+          __m512 q = _mm512_mul_ps(quantizeElements16<R>(v, vp, rnd), vscale);
+          q = _mm512_mask_mov_ps(q, _mm512_cmpeq_epi32_mask(vkill, _mm512_set1_epi32(2)), _mm512_setzero_ps());
+          q = _mm512_mask_mov_ps(q, _mm512_cmpeq_epi32_mask(vkill, _mm512_set1_epi32(1)), vnan);
+          if (k == 0xFFFF && Stream && aligned) {
+            storeFull<K, true>(y + (row + w) * es, q);
+          } else {
+            storeMasked<K>(y + (row + w) * es, k, q);
+          }
+        }
+      }
+    }
+  }
+  if constexpr (Stream) _mm_sfence();
+}
