@@ -74,6 +74,13 @@ def run(cases, bandwidth):
     return rows
 
 
+def rebase(rows, bandwidth):
+    """Recomputes "% of BW" against `bandwidth` (bytes per second)."""
+    for r in rows:
+        r["% of BW"] = 100 * r["GB/s"] * 1e9 / bandwidth
+    return rows
+
+
 def format_table(rows):
     head = f"| {'case':<58} | {'ms':>8} | {'GB/s':>6} | {'% BW':>5} | {'vs base':>7} |"
     lines = [head, "|" + "-" * 60 + "|" + "-" * 10 + "|" + "-" * 8 + "|" + "-" * 7 + "|" + "-" * 9 + "|"]
@@ -81,7 +88,7 @@ def format_table(rows):
     for r in rows:
         if r["group"] != group:
             group = r["group"]
-            lines.append(f"| **{group}** {'':<{55 - len(group)}} |          |        |       |         |")
+            lines.append(f"| **{group}** {'':<{max(0, 55 - len(group))}} |          |        |       |         |")
         lines.append(f"| {r['name']:<58} | {r['ms']:8.3f} | {r['GB/s']:6.1f} | {r['% of BW']:5.1f} | "
                      f"{r['speedup']:6.2f}x |")
     return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""MX fake-quantize on CPU: pt2q's fused kernel against its reference path (the same
+arithmetic in unfused ATen ops), with the memory bandwidth measured in the same run.
+
+    python benchmarks/kernels/bench_mx.py [--json out.json]
+
+64 MiB tensors: fp32 4096x4096 and bf16 8192x4096; int8, fp8_e4m3 and fp4_e2m1 elements,
+block 32, along the last and the first axis. Bytes moved = read + write of the tensor
+(2 x 64 MiB; the scales never leave the registers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pt2q  # noqa: E402
+from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
+from registry import Case, format_table, measure_bandwidth, rebase, run  # noqa: E402
+
+P = torch.ops.pt2q
+REF = pt2q._C.reference
+
+
+def cases():
+    out = []
+    for dt, shape in ((torch.float32, (4096, 4096)), (torch.bfloat16, (8192, 4096))):
+        x = torch.randn(shape).to(dt)
+        nbytes = 2 * x.numel() * x.element_size()
+        for fmt in ("int8", "fp8_e4m3", "fp4_e2m1"):
+            for axis, label in ((-1, "last axis"), (0, "first axis")):
+                g = f"mx_fake_quantize {fmt} block 32, {label}, {tuple(shape)} {str(dt).replace('torch.', '')}"
+                out.append(Case(g, "reference path (unfused ATen ops)",
+                                lambda x=x, fmt=fmt, axis=axis: REF.mx_fake_quantize(x, fmt, 32, axis), nbytes,
+                                baseline=True))
+                out.append(Case(g, "pt2q.mx_fake_quantize",
+                                lambda x=x, fmt=fmt, axis=axis: P.mx_fake_quantize(x, fmt, 32, axis), nbytes))
+    return out
+
+
+def main():
+    _reexec_with_caching_malloc()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", help="also write the rows as JSON here")
+    args = ap.parse_args()
+    bw, probes = measure_bandwidth()
+    print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"CPU kernels: {pt2q._C.info.cpu_isa()}")
+    print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
+          + f"; using {bw / 1e9:.1f} GB/s")
+    rows = run(cases(), bw)
+    bw_after, after = measure_bandwidth()
+    print("# bandwidth again after the cases: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in after.items()))
+    bw = max(bw, bw_after)
+    print(f"# % BW is against the best probe of the run: {bw / 1e9:.1f} GB/s (the VM is shared)")
+    print(format_table(rebase(rows, bw)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"bandwidth_GBps": bw / 1e9, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
