@@ -57,6 +57,18 @@ TORCH_LIBRARY(pt2q, m) {
   m.def(
       "mx_fake_quantize(Tensor x, str elem_format, int block_size=32, int axis=-1, str rounding=\"nearest\", "
       "str scale_mode=\"floor\", bool flush_fp32_subnorms=False, int? seed=None) -> Tensor");
+  // The real bits: (codes, scales). scales: uint8 E8M0 (255 = NaN), x's shape with `axis`
+  // replaced by the number of blocks. codes (kernels/README.md, "MX code layout"): int8 for
+  // MXINT8, int8 / int16 for other integer widths, float8_e4m3fn / float8_e5m2 for FP8, and
+  // uint8 packed along the last dimension for int4 / fp4 (2 per byte), int2 (4 per byte) and
+  // fp6 (4 per 3 bytes). mx_dequantize accepts FP8 codes as float8 or uint8; last_dim gives
+  // the unpacked length of the last dimension when packing padded it.
+  m.def(
+      "mx_quantize(Tensor x, str elem_format, int block_size=32, int axis=-1, str rounding=\"nearest\", "
+      "str scale_mode=\"floor\", bool flush_fp32_subnorms=False, int? seed=None) -> (Tensor codes, Tensor scales)");
+  m.def(
+      "mx_dequantize(Tensor codes, Tensor scales, str elem_format, int block_size=32, int axis=-1, "
+      "int? last_dim=None, ScalarType output_dtype=float) -> Tensor");
   // BFP: integer elements of `bits` bits (sign included, 2..16) sharing an 8-bit exponent; the
   // same kernels as mx_fake_quantize with elem_format "int<bits>".
   m.def(

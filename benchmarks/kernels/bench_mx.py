@@ -39,6 +39,11 @@ def cases():
                                 baseline=True))
                 out.append(Case(g, "pt2q.mx_fake_quantize",
                                 lambda x=x, fmt=fmt, axis=axis: P.mx_fake_quantize(x, fmt, 32, axis), nbytes))
+                # quantize: read x, write codes + scales (bytes as the format stores them)
+                code_bytes = {"int8": 1, "fp8_e4m3": 1, "fp4_e2m1": 0.5}[fmt]
+                qbytes = int(x.numel() * (x.element_size() + code_bytes + 1 / 32))
+                out.append(Case(g, "pt2q.mx_quantize (codes + scales; composite, not fused yet)",
+                                lambda x=x, fmt=fmt, axis=axis: P.mx_quantize(x, fmt, 32, axis), qbytes))
     return out
 
 

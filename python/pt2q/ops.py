@@ -19,6 +19,10 @@ __all__ = [
     "fake_quantize_affine",
     "pack_int4",
     "unpack_int4",
+    "mx_fake_quantize",
+    "mx_quantize",
+    "mx_dequantize",
+    "bfp_fake_quantize",
     "block_size_per_tensor",
     "block_size_per_channel",
     "block_size_per_group",
@@ -89,6 +93,32 @@ def pack_int4(input: torch.Tensor, nibble_order: str = "low_first") -> torch.Ten
 def unpack_int4(packed: torch.Tensor, signed: bool = True, nibble_order: str = "low_first") -> torch.Tensor:
     """Inverse of :func:`pack_int4`; int8 (sign-extended) when ``signed``, else uint8."""
     return torch.ops.pt2q.unpack_int4(packed, signed, nibble_order)
+
+
+def mx_fake_quantize(x, elem_format, block_size=32, axis=-1, rounding="nearest", scale_mode="floor",
+                     flush_fp32_subnorms=False, seed=None):
+    """OCP MX / BFP quantize-dequantize (kernels/README.md, Note [MX numerics])."""
+    return torch.ops.pt2q.mx_fake_quantize(x, elem_format, block_size, axis, rounding, scale_mode,
+                                           flush_fp32_subnorms, seed)
+
+
+def bfp_fake_quantize(x, bits=8, block_size=32, axis=-1, rounding="nearest", scale_mode="floor",
+                      flush_fp32_subnorms=False, seed=None):
+    """BFP: `bits`-bit integer elements (sign included) sharing an 8-bit exponent per block."""
+    return torch.ops.pt2q.bfp_fake_quantize(x, bits, block_size, axis, rounding, scale_mode, flush_fp32_subnorms,
+                                            seed)
+
+
+def mx_quantize(x, elem_format, block_size=32, axis=-1, rounding="nearest", scale_mode="floor",
+                flush_fp32_subnorms=False, seed=None):
+    """(codes, E8M0 scales) in the layout of kernels/README.md, "MX code layout"."""
+    return torch.ops.pt2q.mx_quantize(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms,
+                                      seed)
+
+
+def mx_dequantize(codes, scales, elem_format, block_size=32, axis=-1, last_dim=None, output_dtype=torch.float32):
+    """Codes and scales from mx_quantize back to float."""
+    return torch.ops.pt2q.mx_dequantize(codes, scales, elem_format, block_size, axis, last_dim, output_dtype)
 
 
 def block_size_per_tensor(shape: Sequence[int]) -> list[int]:

@@ -1,0 +1,240 @@
+// mx_quantize / mx_dequantize: MX values to their stored bits and back (see "MX code layout"
+// in kernels/README.md). The element values come from mx_fake_quantize through the
+// dispatcher (so the fused kernel of the device runs); encoding, packing and decoding are
+// plain ATen bit operations, so this runs on any device.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include "kernels/mx/mx_args.h"
+
+namespace pt2q::mx {
+namespace {
+
+at::Tensor callFakeQuantize(const at::Tensor& x, c10::string_view fmt, int64_t block, int64_t axis,
+                            c10::string_view rounding, c10::string_view scale_mode, bool flush,
+                            std::optional<int64_t> seed) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("pt2q::mx_fake_quantize", "")
+                       .typed<at::Tensor(const at::Tensor&, c10::string_view, int64_t, int64_t, c10::string_view,
+                                         c10::string_view, bool, std::optional<int64_t>)>();
+  return op.call(x, fmt, block, axis, rounding, scale_mode, flush, seed);
+}
+
+/// How a format's codes are stored: per-element dtype, or packed `per_group` codes into
+/// `group_bytes` bytes along the last dimension.
+struct CodeLayout {
+  at::ScalarType dtype;  // kByte when packed
+  int per_group = 1;
+  int group_bytes = 1;
+  int bits = 8;
+  bool packed() const { return per_group > 1; }
+};
+
+CodeLayout codeLayout(const ElemFormat& f) {
+  if (f.name == "fp8_e4m3") return {at::kFloat8_e4m3fn, 1, 1, 8};
+  if (f.name == "fp8_e5m2") return {at::kFloat8_e5m2, 1, 1, 8};
+  if (f.name == "fp4_e2m1" || f.name == "int4") return {at::kByte, 2, 1, 4};
+  if (f.name == "int2") return {at::kByte, 4, 1, 2};
+  if (f.name == "fp6_e3m2" || f.name == "fp6_e2m3") return {at::kByte, 4, 3, 6};
+  if (f.is_int()) return {f.mbits <= 8 ? at::kChar : at::kShort, 1, 1, f.mbits};
+  TORCH_INTERNAL_ASSERT(false, "no code layout for ", f.name);
+}
+
+// Per-block E8M0 bytes of x (x's shape, `axis` replaced by the block count), from the same
+// rule as the kernels: computed here from the NaN-propagating block maxima.
+at::Tensor blockScaleBytes(const at::Tensor& x, const MxSpec& spec) {
+  const at::Tensor xt = x.to(at::kFloat).movedim(spec.axis, -1);
+  const int64_t len = xt.size(-1), nb = (len + spec.block - 1) / spec.block;
+  std::vector<int64_t> blocked(xt.sizes().begin(), xt.sizes().end() - 1);
+  blocked.push_back(nb);
+  blocked.push_back(spec.block);
+  const at::Tensor amax =
+      at::constant_pad_nd(xt, {0, nb * spec.block - len}, 0.0).reshape(blocked).abs().amax(-1);
+  // The scale exponent as the kernels compute it: a block of the fake-quantized result never
+  // tells it back (a zero block has no scale), so recompute from the block max.
+  const at::Tensor b = amax.view(at::kInt);
+  const at::Tensor eb = b.bitwise_right_shift(23).bitwise_and(0xFF);
+  const at::Tensor mant = b.bitwise_and(0x7FFFFF);
+  const ElemFormat& f = spec.format;
+  at::Tensor s;
+  if (spec.scale_mode == ScaleMode::kRceil) {
+    const at::Tensor t = (amax / f.max_norm).view(at::kInt);
+    const at::Tensor te = t.bitwise_right_shift(23).bitwise_and(0xFF), tm = t.bitwise_and(0x7FFFFF);
+    s = at::where(te == 0, (tm > 0x400000).to(at::kInt), te + (tm != 0).to(at::kInt));
+    s = at::where((te == 255) | (s > 254), 255, s);
+  } else {
+    at::Tensor u;
+    if (spec.scale_mode == ScaleMode::kEven) {
+      const at::Tensor r = (b.to(at::kLong) + (int64_t(1) << (23 - f.stored_mbits() - 1))).bitwise_and(0x7F800000LL);
+      u = r.bitwise_right_shift(23).to(at::kInt) - 127 - f.emax;
+    } else {
+      u = eb - 127 - f.emax + (spec.scale_mode == ScaleMode::kCeil ? (mant != 0).to(at::kInt) : at::zeros_like(eb));
+    }
+    s = u + 127;
+    s = at::where(s > 254, 255, at::where(s < 0, 0, s));
+  }
+  s = at::where(eb == 255, 255, s);
+  return s.to(at::kByte).movedim(-1, spec.axis).contiguous();
+}
+
+at::Tensor scaleFromBytes(const at::Tensor& s_u8) {
+  const at::Tensor s = s_u8.to(at::kInt);
+  const at::Tensor bits = at::where(s == 0, at::full({}, 0x00400000, s.options()),
+                                    at::where(s == 255, at::full({}, 0x7FC00000, s.options()), s.bitwise_left_shift(23)));
+  return bits.view(at::kFloat);
+}
+
+// Broadcasts per-block scales back over the elements of `axis` (length len).
+at::Tensor expandScales(const at::Tensor& scale, int64_t axis, int64_t block, int64_t len) {
+  return scale.repeat_interleave(block, axis).narrow(axis, 0, len);
+}
+
+// Element values (|e| <= max_norm, on the grid) to integer codes of `bits` bits.
+at::Tensor encodeElements(const at::Tensor& e, const ElemFormat& f) {
+  if (f.is_int()) return at::round(e * std::ldexp(1.0, f.stored_mbits())).to(at::kInt);  // exact
+  const int m = f.stored_mbits(), bias = f.bias(), emin = f.emin();
+  const at::Tensor b = e.view(at::kInt);
+  const at::Tensor sign = b.bitwise_right_shift(31).bitwise_and(1);
+  const at::Tensor a = e.abs();
+  const at::Tensor ea = a.view(at::kInt).bitwise_right_shift(23).bitwise_and(0xFF) - 127;
+  const at::Tensor sub = ea < emin;
+  const at::Tensor mant_sub = at::round(a * std::ldexp(1.0, m - emin)).to(at::kInt);
+  const at::Tensor mant_norm = (a * at::exp2((m - ea).to(at::kFloat))).to(at::kInt) - (1 << m);
+  const at::Tensor expf = at::where(sub, 0, ea + bias);
+  at::Tensor code = expf.bitwise_left_shift(m).bitwise_or(at::where(sub, mant_sub, mant_norm));
+  code = at::where(a == 0, 0, code);
+  return code.bitwise_or(sign.bitwise_left_shift(f.ebits + m));
+}
+
+at::Tensor decodeElements(const at::Tensor& code, const ElemFormat& f) {
+  if (f.is_int()) return code.to(at::kFloat) * std::ldexp(1.0, -f.stored_mbits());
+  const int m = f.stored_mbits(), bias = f.bias(), emin = f.emin();
+  const at::Tensor c = code.to(at::kInt);
+  const at::Tensor sign = c.bitwise_right_shift(f.ebits + m).bitwise_and(1);
+  const at::Tensor expf = c.bitwise_right_shift(m).bitwise_and((1 << f.ebits) - 1);
+  const at::Tensor mant = c.bitwise_and((1 << m) - 1).to(at::kFloat);
+  const at::Tensor sub_val = mant * std::ldexp(1.0, emin - m);
+  const at::Tensor norm_val = (mant * std::ldexp(1.0, -m) + 1.0) * at::exp2((expf - bias).to(at::kFloat));
+  const at::Tensor mag = at::where(expf == 0, sub_val, norm_val);
+  return at::where(sign == 1, -mag, mag);
+}
+
+// Packs `per_group` codes of `bits` bits (low bits first) into `group_bytes` bytes along the
+// last dimension, zero-padding a partial last group.
+at::Tensor packLast(const at::Tensor& codes, const CodeLayout& l) {
+  const int64_t len = codes.size(-1);
+  const int64_t groups = (len + l.per_group - 1) / l.per_group;
+  at::Tensor c = at::constant_pad_nd(codes.to(at::kLong).bitwise_and((int64_t(1) << l.bits) - 1),
+                                     {0, groups * l.per_group - len}, 0);
+  std::vector<int64_t> shape(c.sizes().begin(), c.sizes().end() - 1);
+  shape.push_back(groups);
+  shape.push_back(l.per_group);
+  c = c.reshape(shape);
+  const at::Tensor shifts = at::arange(l.per_group, c.options()) * l.bits;
+  const at::Tensor word = c.bitwise_left_shift(shifts).sum(-1);  // disjoint bits: sum == or
+  const at::Tensor byte_shift = at::arange(l.group_bytes, c.options()) * 8;
+  at::Tensor bytes = word.unsqueeze(-1).bitwise_right_shift(byte_shift).bitwise_and(0xFF);
+  shape.pop_back();
+  shape.back() = groups * l.group_bytes;
+  return bytes.reshape(shape).to(at::kByte);
+}
+
+at::Tensor unpackLast(const at::Tensor& packed, const CodeLayout& l, int64_t len) {
+  const int64_t nbytes = packed.size(-1);
+  TORCH_CHECK_VALUE(nbytes % l.group_bytes == 0, "mx_dequantize: packed codes' last dimension (", nbytes,
+                    ") is not a multiple of ", l.group_bytes, " bytes");
+  const int64_t groups = nbytes / l.group_bytes;
+  std::vector<int64_t> shape(packed.sizes().begin(), packed.sizes().end() - 1);
+  shape.push_back(groups);
+  shape.push_back(l.group_bytes);
+  const at::Tensor b = packed.to(at::kLong).reshape(shape);
+  const at::Tensor word = b.bitwise_left_shift(at::arange(l.group_bytes, b.options()) * 8).sum(-1);
+  at::Tensor codes = word.unsqueeze(-1)
+                         .bitwise_right_shift(at::arange(l.per_group, b.options()) * l.bits)
+                         .bitwise_and((int64_t(1) << l.bits) - 1);
+  shape.pop_back();
+  shape.back() = groups * l.per_group;
+  codes = codes.reshape(shape).narrow(-1, 0, len);
+  return codes;
+}
+
+std::tuple<at::Tensor, at::Tensor> mxQuantize(const at::Tensor& x, c10::string_view elem_format, int64_t block_size,
+                                              int64_t axis, c10::string_view rounding, c10::string_view scale_mode,
+                                              bool flush_fp32_subnorms, std::optional<int64_t> seed) {
+  const MxSpec spec =
+      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_quantize");
+  TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
+  const CodeLayout layout = codeLayout(spec.format);
+  // One seed for the values, whether given or drawn.
+  const at::Tensor y = callFakeQuantize(x.to(at::kFloat), elem_format, spec.block, spec.axis, rounding, scale_mode,
+                                        flush_fp32_subnorms, static_cast<int64_t>(spec.seed));
+  const at::Tensor s = blockScaleBytes(x, spec);
+  const at::Tensor scale = expandScales(scaleFromBytes(s), spec.axis, spec.block, x.size(spec.axis));
+  // NaN blocks store code 0: their scale byte (255) already says NaN.
+  const at::Tensor e = at::where(s.repeat_interleave(spec.block, spec.axis).narrow(spec.axis, 0, x.size(spec.axis)) ==
+                                     255,
+                                 0.0, y / scale);
+  at::Tensor codes = encodeElements(e.contiguous(), spec.format);
+  if (layout.packed()) {
+    codes = packLast(codes, layout);
+  } else if (layout.dtype == at::kFloat8_e4m3fn || layout.dtype == at::kFloat8_e5m2) {
+    codes = codes.to(at::kByte).view(layout.dtype);
+  } else {
+    codes = codes.to(layout.dtype);
+  }
+  return {codes, s};
+}
+
+at::Tensor mxDequantize(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
+                        int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
+                        at::ScalarType output_dtype) {
+  const char* op = "mx_dequantize";
+  ElemFormat f;
+  TORCH_CHECK_VALUE(parseElemFormat(std::string(elem_format), &f), op, ": unknown elem_format \"", elem_format,
+                    "\"; expected one of ", elemFormatNames());
+  TORCH_CHECK_TYPE(output_dtype == at::kFloat || output_dtype == at::kBFloat16 || output_dtype == at::kHalf, op,
+                   ": output_dtype must be float32, bfloat16 or float16, got ", output_dtype);
+  TORCH_CHECK_TYPE(scales.scalar_type() == at::kByte, op, ": scales must be uint8 (E8M0), got ", scales.scalar_type());
+  TORCH_CHECK_VALUE(codes.dim() >= 1 && codes.dim() == scales.dim(), op, ": codes (", codes.dim(), "-d) and scales (",
+                    scales.dim(), "-d) must have the same number of dimensions");
+  const CodeLayout layout = codeLayout(f);
+  at::Tensor c;
+  if (layout.packed()) {
+    TORCH_CHECK_TYPE(codes.scalar_type() == at::kByte, op, ": ", f.name, " codes are packed uint8, got ",
+                     codes.scalar_type());
+    const int64_t full = codes.size(-1) / layout.group_bytes * layout.per_group;
+    const int64_t len = last_dim.value_or(full);
+    TORCH_CHECK_VALUE(len > full - layout.per_group && len <= full, op, ": last_dim ", len, " does not fit ",
+                      codes.size(-1), " packed bytes");
+    c = unpackLast(codes, layout, len);
+    if (f.is_int()) c = at::where(c >= (int64_t(1) << (layout.bits - 1)), c - (int64_t(1) << layout.bits), c);
+  } else if (layout.dtype == at::kFloat8_e4m3fn || layout.dtype == at::kFloat8_e5m2) {
+    TORCH_CHECK_TYPE(codes.scalar_type() == layout.dtype || codes.scalar_type() == at::kByte, op, ": ", f.name,
+                     " codes must be ", layout.dtype, " or uint8, got ", codes.scalar_type());
+    c = (codes.scalar_type() == at::kByte ? codes : codes.view(at::kByte)).to(at::kInt);
+  } else {
+    TORCH_CHECK_TYPE(codes.scalar_type() == layout.dtype, op, ": ", f.name, " codes must be ", layout.dtype, ", got ",
+                     codes.scalar_type());
+    c = codes.to(at::kInt);
+  }
+  const int64_t dim = c.dim();
+  TORCH_CHECK_VALUE(axis >= -dim && axis < dim, op, ": axis ", axis, " is out of range for ", dim, "-d codes");
+  const int64_t ax = axis < 0 ? axis + dim : axis;
+  const int64_t len = c.size(ax);
+  const int64_t block = block_size == 0 ? len : block_size;
+  TORCH_CHECK_VALUE(block > 0, op, ": block_size must be positive or 0, got ", block_size);
+  TORCH_CHECK_VALUE(scales.size(ax) == (len + block - 1) / block, op, ": scales has ", scales.size(ax),
+                    " blocks along axis ", ax, " but ", len, " elements in blocks of ", block, " need ",
+                    (len + block - 1) / block);
+  const at::Tensor scale = expandScales(scaleFromBytes(scales), ax, block, len);
+  const at::Tensor y = decodeElements(c, f) * scale;
+  return y.to(output_dtype);
+}
+
+}  // namespace
+}  // namespace pt2q::mx
+
+TORCH_LIBRARY_IMPL(pt2q, CompositeExplicitAutograd, m) {
+  m.impl("mx_quantize", &pt2q::mx::mxQuantize);
+  m.impl("mx_dequantize", &pt2q::mx::mxDequantize);
+}
