@@ -198,6 +198,10 @@ def test_opcheck(args):
     opcheck(P.mx_fake_quantize.default, (x, *args))
 
 
+def test_opcheck_bfp_alias():
+    opcheck(P.bfp_fake_quantize.default, (torch.randn(8, 48, requires_grad=True), 6, 16, 0, "even"))
+
+
 def test_compile_and_export():
     class M(torch.nn.Module):
         def forward(self, x):
