@@ -61,9 +61,77 @@ at::Tensor mxFakeQuantizeCpu(const at::Tensor& x, c10::string_view elem_format, 
   return y;
 }
 
+// Packs codes (one byte each) along the last dimension: `per_group` codes of `bits` bits, low
+// bits first, into `group_bytes` bytes; a partial last group is zero-padded.
+void packCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t len, const CodeLayout& l) {
+  const int64_t groups = (len + l.per_group - 1) / l.per_group;
+  at::parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const uint8_t* src = in + r * len;
+      uint8_t* dst = out + r * groups * l.group_bytes;
+      for (int64_t g = 0; g < groups; ++g) {
+        uint32_t word = 0;
+        for (int i = 0; i < l.per_group; ++i) {
+          const int64_t k = g * l.per_group + i;
+          if (k < len) word |= static_cast<uint32_t>(src[k]) << (i * l.bits);
+        }
+        for (int byte = 0; byte < l.group_bytes; ++byte) dst[g * l.group_bytes + byte] = (word >> (8 * byte)) & 0xFF;
+      }
+    }
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::string_view elem_format,
+                                                 int64_t block_size, int64_t axis, c10::string_view rounding,
+                                                 c10::string_view scale_mode, bool flush_fp32_subnorms,
+                                                 std::optional<int64_t> seed) {
+  const MxSpec spec =
+      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_quantize");
+  TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
+  const CodeLayout layout = codeLayout(spec.format);
+  const at::Tensor xc = x.contiguous();
+  const bool wide = layout.bits > 8;
+  at::Tensor codes = at::empty(xc.sizes(), xc.options().dtype(wide ? at::kShort : at::kByte));
+  at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
+  if (xc.numel() > 0) {
+    const MxShape shape = mxShape(xc, spec);
+    cpu::MxCall c{};
+    c.is_int = spec.format.is_int();
+    c.emin = spec.format.emin();
+    c.m = spec.format.stored_mbits();
+    c.emax = spec.format.emax;
+    c.max_norm = spec.format.max_norm;
+    c.rounding = static_cast<uint8_t>(spec.rounding);
+    c.scale_mode = static_cast<uint8_t>(spec.scale_mode);
+    c.flush_fp32_subnorms = spec.flush_fp32_subnorms;
+    c.random_key =
+        hash32(static_cast<uint32_t>(spec.seed) ^ hash32(static_cast<uint32_t>(spec.seed >> 32) + 0x9e3779b9u));
+    c.len = shape.len;
+    c.inner = shape.inner;
+    c.block = spec.block;
+    c.code_bits = layout.bits;
+    c.ebits = spec.format.ebits;
+    const auto fn = cpu::mxKernels().quantize[floatKind(xc.scalar_type())];
+    const int64_t rows = shape.outer * shape.blocks_per_row;
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, std::min(spec.block, shape.len) * shape.inner));
+    const void* xp = xc.const_data_ptr();
+    void* cp = codes.data_ptr();
+    uint8_t* sp = scales.data_ptr<uint8_t>();
+    at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fn(xp, cp, sp, b, e, c); });
+  }
+  if (layout.packed()) {
+    at::Tensor packed = at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte));
+    const int64_t len = xc.size(-1);
+    packCodes(codes.data_ptr<uint8_t>(), packed.data_ptr<uint8_t>(), len == 0 ? 0 : xc.numel() / len, len, layout);
+    return {packed, scales};
+  }
+  return {codes.view(layout.dtype), scales};
+}
+
 }  // namespace
 }  // namespace pt2q::mx
 
 TORCH_LIBRARY_IMPL(pt2q, CPU, m) {
   m.impl("mx_fake_quantize", &pt2q::mx::mxFakeQuantizeCpu);
+  m.impl("mx_quantize", &pt2q::mx::mxQuantizeCpu);
 }

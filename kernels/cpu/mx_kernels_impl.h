@@ -165,12 +165,78 @@ void fakeQuantize(const void* x, void* y, int64_t rb, int64_t re, const MxCall& 
   }
 }
 
+// mx_quantize: the same blocks, writing codes and scale bytes instead of values. One loop for
+// both layouts (inner == 1 is the contiguous case with a single column).
+template <FloatKind K, int R, typename CodeT>
+void quantizeRowsTo(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+  using T = typename IO<K>::T;
+  const T* x = static_cast<const T*>(xv);
+  CodeT* codes = static_cast<CodeT*>(cv);
+  const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  float amax[kColumns], inv[kColumns];
+  uint8_t s_byte[kColumns];
+  for (int64_t r = rb; r < re; ++r) {
+    const int64_t o = r / nblocks, j = r % nblocks;
+    const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
+    for (int64_t w0 = 0; w0 < c.inner; w0 += kColumns) {
+      const int64_t nw = std::min(kColumns, c.inner - w0);
+      uint8_t nan_seen[kColumns] = {};
+      for (int64_t w = 0; w < nw; ++w) amax[w] = 0.0f;
+      for (int64_t l = l0; l < l1; ++l) {
+        const T* row = x + (o * c.len + l) * c.inner + w0;
+        for (int64_t w = 0; w < nw; ++w) {
+          const float a = std::fabs(IO<K>::load(row[w]));
+          nan_seen[w] |= (a != a);
+          amax[w] = a > amax[w] ? a : amax[w];
+        }
+      }
+      for (int64_t w = 0; w < nw; ++w) {
+        const float m = nan_seen[w] ? u2f(0x7FC00000u) : amax[w];
+        uint32_t s = sharedScaleBits(m, p, c.scale_mode);
+        const bool flush = c.flush_fp32_subnorms && ((f2u(m) >> 23) & 0xFFu) == 0u;
+        s_byte[w] = static_cast<uint8_t>(s);
+        // NaN and flushed blocks store code 0 (the scale byte says NaN; 0 is +0).
+        inv[w] = (s == 255u || flush) ? 0.0f : 1.0f / scaleValue(s);
+        scales[(o * nblocks + j) * c.inner + w0 + w] = s_byte[w];
+      }
+      for (int64_t l = l0; l < l1; ++l) {
+        const int64_t base = (o * c.len + l) * c.inner + w0;
+        for (int64_t w = 0; w < nw; ++w) {
+          const uint32_t rnd = (R == 3) ? elementRandom(c.random_key, static_cast<uint64_t>(base + w)) : 0u;
+          const float v = inv[w] == 0.0f ? 0.0f : IO<K>::load(x[base + w]) * inv[w];
+          const float q = quantizeElement<R>(v, p, rnd);
+          codes[base + w] = static_cast<CodeT>(encodeElement(q, p, c.ebits, c.code_bits));
+        }
+      }
+    }
+  }
+}
+
+template <FloatKind K>
+void quantizeRows(const void* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+  const bool wide = c.code_bits > 8;
+  switch (c.rounding) {
+    case 1: return wide ? quantizeRowsTo<K, 1, uint16_t>(x, codes, scales, rb, re, c)
+                        : quantizeRowsTo<K, 1, uint8_t>(x, codes, scales, rb, re, c);
+    case 2: return wide ? quantizeRowsTo<K, 2, uint16_t>(x, codes, scales, rb, re, c)
+                        : quantizeRowsTo<K, 2, uint8_t>(x, codes, scales, rb, re, c);
+    case 3: return wide ? quantizeRowsTo<K, 3, uint16_t>(x, codes, scales, rb, re, c)
+                        : quantizeRowsTo<K, 3, uint8_t>(x, codes, scales, rb, re, c);
+    default: return wide ? quantizeRowsTo<K, 0, uint16_t>(x, codes, scales, rb, re, c)
+                         : quantizeRowsTo<K, 0, uint8_t>(x, codes, scales, rb, re, c);
+  }
+}
+
 inline MxKernels makeMxTable(const char* name) {
   MxKernels t{};
   t.name = name;
   t.fake_quantize[0] = &fakeQuantize<FloatKind::kF32>;
   t.fake_quantize[1] = &fakeQuantize<FloatKind::kBF16>;
   t.fake_quantize[2] = &fakeQuantize<FloatKind::kF16>;
+  t.quantize[0] = &quantizeRows<FloatKind::kF32>;
+  t.quantize[1] = &quantizeRows<FloatKind::kBF16>;
+  t.quantize[2] = &quantizeRows<FloatKind::kF16>;
   return t;
 }
 

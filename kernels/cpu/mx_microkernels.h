@@ -27,6 +27,9 @@ struct MxCall {
   int64_t block;
   // Write the output with streaming stores (outputs much larger than the last-level cache).
   bool stream_stores = false;
+  // mx_quantize: element code width and exponent bits (codes are 1 byte up to 8 bits, else 2)
+  int32_t code_bits = 8;
+  int32_t ebits = 0;
 };
 
 /// Fake-quantizes the blocks of rows [block_row_begin, block_row_end) of a contiguous tensor,
@@ -34,9 +37,16 @@ struct MxCall {
 using MxFakeQuantizeFn = void (*)(const void* x, void* y, int64_t block_row_begin, int64_t block_row_end,
                                   const MxCall& c);
 
+/// Quantizes the same block rows to element codes (one uint8, or uint16 when code_bits > 8,
+/// per element, at the element's position) and E8M0 scale bytes (at (o, j, inner) of the
+/// [outer, blocks, inner] scale tensor).
+using MxQuantizeFn = void (*)(const void* x, void* codes, uint8_t* scales, int64_t block_row_begin,
+                              int64_t block_row_end, const MxCall& c);
+
 struct MxKernels {
   const char* name;
   MxFakeQuantizeFn fake_quantize[kNumFloatKinds];
+  MxQuantizeFn quantize[kNumFloatKinds];
 };
 
 const MxKernels& mxKernels();

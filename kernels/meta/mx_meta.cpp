@@ -15,9 +15,22 @@ at::Tensor mxFakeQuantizeMeta(const at::Tensor& x, c10::string_view elem_format,
   return at::empty_symint(x.sym_sizes(), x.options());
 }
 
+std::tuple<at::Tensor, at::Tensor> mxQuantizeMeta(const at::Tensor& x, c10::string_view elem_format,
+                                                  int64_t block_size, int64_t axis, c10::string_view rounding,
+                                                  c10::string_view scale_mode, bool flush_fp32_subnorms,
+                                                  std::optional<int64_t> seed) {
+  const MxSpec spec = prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms,
+                                seed.value_or(0), "mx_quantize");
+  TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
+  const CodeLayout layout = codeLayout(spec.format);
+  return {at::empty(codesShape(x.sizes(), layout), x.options().dtype(layout.dtype)),
+          at::empty(scalesShape(x.sizes(), spec), x.options().dtype(at::kByte))};
+}
+
 }  // namespace
 }  // namespace pt2q::mx
 
 TORCH_LIBRARY_IMPL(pt2q, Meta, m) {
   m.impl("mx_fake_quantize", &pt2q::mx::mxFakeQuantizeMeta);
+  m.impl("mx_quantize", &pt2q::mx::mxQuantizeMeta);
 }

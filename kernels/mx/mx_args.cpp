@@ -51,4 +51,26 @@ MxShape mxShape(const at::Tensor& x, const MxSpec& spec) {
   return m;
 }
 
+CodeLayout codeLayout(const ElemFormat& f) {
+  if (f.name == "fp8_e4m3") return {at::kFloat8_e4m3fn, 1, 1, 8};
+  if (f.name == "fp8_e5m2") return {at::kFloat8_e5m2, 1, 1, 8};
+  if (f.name == "fp4_e2m1" || f.name == "int4") return {at::kByte, 2, 1, 4};
+  if (f.name == "int2") return {at::kByte, 4, 1, 2};
+  if (f.name == "fp6_e3m2" || f.name == "fp6_e2m3") return {at::kByte, 4, 3, 6};
+  if (f.is_int()) return f.mbits <= 8 ? CodeLayout{at::kChar, 1, 1, 8} : CodeLayout{at::kShort, 1, 1, 16};
+  TORCH_INTERNAL_ASSERT(false, "no code layout for ", f.name);
+}
+
+std::vector<int64_t> codesShape(at::IntArrayRef sizes, const CodeLayout& l) {
+  std::vector<int64_t> s(sizes.begin(), sizes.end());
+  if (l.packed()) s.back() = (s.back() + l.per_group - 1) / l.per_group * l.group_bytes;
+  return s;
+}
+
+std::vector<int64_t> scalesShape(at::IntArrayRef sizes, const MxSpec& spec) {
+  std::vector<int64_t> s(sizes.begin(), sizes.end());
+  s[spec.axis] = (s[spec.axis] + spec.block - 1) / spec.block;
+  return s;
+}
+
 }  // namespace pt2q::mx

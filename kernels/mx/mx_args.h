@@ -36,9 +36,45 @@ struct MxShape {
 };
 MxShape mxShape(const at::Tensor& x, const MxSpec& spec);
 
+/// How a format's codes are stored (kernels/README.md, "MX code layout"): one element of
+/// `dtype` per code, or `per_group` codes of `bits` bits packed into `group_bytes` bytes
+/// along the last dimension.
+struct CodeLayout {
+  at::ScalarType dtype;  // kByte when packed
+  int per_group = 1;
+  int group_bytes = 1;
+  int bits = 8;          // code width; for unpacked integers, the storage width
+  bool packed() const { return per_group > 1; }
+};
+CodeLayout codeLayout(const ElemFormat& f);
+
+/// Shapes of mx_quantize's outputs for an input of `sizes`.
+std::vector<int64_t> codesShape(at::IntArrayRef sizes, const CodeLayout& l);
+std::vector<int64_t> scalesShape(at::IntArrayRef sizes, const MxSpec& spec);
+
+/// The reference's per-block results, on the input moved to [..., blocks, block] with the
+/// quantized axis last: element values q (before scaling), E8M0 bytes s and scales
+/// ([..., blocks, 1], int32 / fp32), NaN blocks and flushed blocks.
+struct MxBlocks {
+  at::Tensor q, s, scale, dead, flushed;
+  std::vector<int64_t> moved_sizes;
+  int64_t len = 0, nb = 0;
+};
+MxBlocks mxBlocksRef(const at::Tensor& x, const MxSpec& spec);
+/// A [..., blocks, block] tensor back to the input's layout (padding dropped).
+at::Tensor mxUnblockRef(const at::Tensor& blocked, const MxBlocks& b, const MxSpec& spec, at::IntArrayRef sizes);
+
 /// Reference implementation (plain ATen, any device); kernels/reference/mx.cpp.
 at::Tensor mxFakeQuantizeRef(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
                              c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
                              std::optional<int64_t> seed);
+
+std::tuple<at::Tensor, at::Tensor> mxQuantizeRef(const at::Tensor& x, c10::string_view elem_format,
+                                                 int64_t block_size, int64_t axis, c10::string_view rounding,
+                                                 c10::string_view scale_mode, bool flush_fp32_subnorms,
+                                                 std::optional<int64_t> seed);
+at::Tensor mxDequantizeRef(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
+                           int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
+                           at::ScalarType output_dtype);
 
 }  // namespace pt2q::mx

@@ -115,3 +115,29 @@ inline float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
   q = q < p.max_norm ? q : p.max_norm;
   return u2f(f2u(q) | (q != 0.0f ? sign : 0u));
 }
+
+/// The stored bits of an element value q (on the grid, |q| <= max_norm), `bits` wide:
+/// integers as two's complement of sign * n (q = n * 2^-m); floats as sign | exponent (bias
+/// 2^(ebits-1) - 1) | mantissa, exponent 0 for subnormals.
+inline uint32_t encodeElement(float q, const ElemParams& p, int32_t ebits, int32_t bits) {
+  const uint32_t b = f2u(q);
+  const uint32_t sign = b >> 31;
+  const uint32_t a = b & 0x7FFFFFFFu;
+  const uint32_t mask = (bits >= 32) ? 0xFFFFFFFFu : ((1u << bits) - 1u);
+  if (p.is_int) {
+    const int32_t n = static_cast<int32_t>(u2f(a) * u2f(static_cast<uint32_t>(127 + p.m) << 23));
+    return static_cast<uint32_t>(sign ? -n : n) & mask;
+  }
+  if (a == 0) return 0u;
+  const int32_t e = static_cast<int32_t>(a >> 23) - 127;
+  const int32_t bias = (1 << (ebits - 1)) - 1;
+  uint32_t expf, mant;
+  if (e >= p.emin) {
+    expf = static_cast<uint32_t>(e + bias);
+    mant = (a >> (23 - p.m)) & ((1u << p.m) - 1u);
+  } else {
+    expf = 0;
+    mant = static_cast<uint32_t>(u2f(a) * u2f(static_cast<uint32_t>(127 + p.m - p.emin) << 23));
+  }
+  return ((sign << (ebits + p.m)) | (expf << p.m) | mant) & mask;
+}

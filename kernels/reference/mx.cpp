@@ -80,26 +80,23 @@ at::Tensor quantizeElements(const at::Tensor& v, const ElemFormat& f, Rounding r
 
 }  // namespace
 
-at::Tensor mxFakeQuantizeRef(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
-                             c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
-                             std::optional<int64_t> seed) {
-  const MxSpec spec =
-      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_fake_quantize");
-  if (x.numel() == 0) return x.clone();
+MxBlocks mxBlocksRef(const at::Tensor& x, const MxSpec& spec) {
+  MxBlocks out;
   const at::Tensor x1 = x.dim() == 0 ? x.reshape({1}) : x;
   // The quantized axis last, zero-padded to whole blocks (zeros never change a block max).
   const at::Tensor xt = x1.to(at::kFloat).movedim(spec.axis, -1).contiguous();
-  const int64_t len = xt.size(-1);
-  const int64_t nb = (len + spec.block - 1) / spec.block;
-  const int64_t pad = nb * spec.block - len;
+  out.moved_sizes.assign(xt.sizes().begin(), xt.sizes().end());
+  out.len = xt.size(-1);
+  out.nb = (out.len + spec.block - 1) / spec.block;
+  const int64_t pad = out.nb * spec.block - out.len;
   std::vector<int64_t> blocked(xt.sizes().begin(), xt.sizes().end() - 1);
-  blocked.push_back(nb);
+  blocked.push_back(out.nb);
   blocked.push_back(spec.block);
   const at::Tensor xp = at::constant_pad_nd(xt, {0, pad}, 0.0).view(blocked);
   const at::Tensor amax = xp.abs().amax(-1, /*keepdim=*/true);  // NaN propagates
-  const at::Tensor s = sharedScaleBits(amax, spec.format, spec.scale_mode);
-  const at::Tensor scale =
-      at::where(s == 0, at::full({}, 0x00400000, s.options()), s.bitwise_left_shift(23)).view(at::kFloat);
+  out.s = sharedScaleBits(amax, spec.format, spec.scale_mode);
+  out.scale =
+      at::where(out.s == 0, at::full({}, 0x00400000, out.s.options()), out.s.bitwise_left_shift(23)).view(at::kFloat);
   at::Tensor rnd;
   if (spec.rounding == Rounding::kStochastic) {
     // Random bits per element from its index in the original contiguous layout.
@@ -111,16 +108,31 @@ at::Tensor mxFakeQuantizeRef(const at::Tensor& x, c10::string_view elem_format, 
     const at::Tensor inner = hash32(idxp.bitwise_right_shift(32).bitwise_xor(static_cast<int64_t>(key)));
     rnd = hash32(idxp.bitwise_and(kMask32).bitwise_xor(inner));
   }
-  at::Tensor q = quantizeElements(xp / scale, spec.format, spec.rounding, rnd) * scale;
-  q = at::where(s == 255, std::numeric_limits<float>::quiet_NaN(), q);
+  out.q = quantizeElements(xp / out.scale, spec.format, spec.rounding, rnd);
+  out.dead = out.s == 255;  // NaN blocks
+  out.flushed = at::zeros_like(out.dead);
   if (spec.flush_fp32_subnorms) {
-    const at::Tensor flush = amax.view(at::kInt).bitwise_right_shift(23).bitwise_and(0xFF) == 0;
-    q = at::where(flush, 0.0, q);
+    out.flushed = (amax.view(at::kInt).bitwise_right_shift(23).bitwise_and(0xFF) == 0) & ~out.dead;
   }
-  std::vector<int64_t> unblocked(xt.sizes().begin(), xt.sizes().end() - 1);
-  unblocked.push_back(nb * spec.block);
-  const at::Tensor out = q.reshape(unblocked).narrow(-1, 0, len).movedim(-1, spec.axis);
-  return out.to(x.scalar_type()).reshape(x.sizes()).contiguous();
+  return out;
+}
+
+at::Tensor mxUnblockRef(const at::Tensor& blocked, const MxBlocks& b, const MxSpec& spec, at::IntArrayRef sizes) {
+  std::vector<int64_t> unblocked(b.moved_sizes.begin(), b.moved_sizes.end() - 1);
+  unblocked.push_back(b.nb * spec.block);
+  return blocked.reshape(unblocked).narrow(-1, 0, b.len).movedim(-1, spec.axis).reshape(sizes).contiguous();
+}
+
+at::Tensor mxFakeQuantizeRef(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
+                             c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
+                             std::optional<int64_t> seed) {
+  const MxSpec spec =
+      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_fake_quantize");
+  if (x.numel() == 0) return x.clone();
+  const MxBlocks b = mxBlocksRef(x, spec);
+  at::Tensor q = at::where(b.dead, std::numeric_limits<float>::quiet_NaN(), b.q * b.scale);
+  q = at::where(b.flushed, 0.0, q);
+  return mxUnblockRef(q, b, spec, x.sizes()).to(x.scalar_type());
 }
 
 namespace {

@@ -1,81 +1,13 @@
-// mx_quantize / mx_dequantize: MX values to their stored bits and back (see "MX code layout"
-// in kernels/README.md). The element values come from mx_fake_quantize through the
-// dispatcher (so the fused kernel of the device runs); encoding, packing and decoding are
+// Reference mx_quantize / mx_dequantize: MX values to their stored bits and back (see "MX
+// code layout" in kernels/README.md). The element values come from the same reference
+// blocks as mx_fake_quantize (kernels/reference/mx.cpp); encoding, packing and decoding are
 // plain ATen bit operations, so this runs on any device.
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include "kernels/mx/mx_args.h"
 
 namespace pt2q::mx {
 namespace {
-
-at::Tensor callFakeQuantize(const at::Tensor& x, c10::string_view fmt, int64_t block, int64_t axis,
-                            c10::string_view rounding, c10::string_view scale_mode, bool flush,
-                            std::optional<int64_t> seed) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("pt2q::mx_fake_quantize", "")
-                       .typed<at::Tensor(const at::Tensor&, c10::string_view, int64_t, int64_t, c10::string_view,
-                                         c10::string_view, bool, std::optional<int64_t>)>();
-  return op.call(x, fmt, block, axis, rounding, scale_mode, flush, seed);
-}
-
-/// How a format's codes are stored: per-element dtype, or packed `per_group` codes into
-/// `group_bytes` bytes along the last dimension.
-struct CodeLayout {
-  at::ScalarType dtype;  // kByte when packed
-  int per_group = 1;
-  int group_bytes = 1;
-  int bits = 8;
-  bool packed() const { return per_group > 1; }
-};
-
-CodeLayout codeLayout(const ElemFormat& f) {
-  if (f.name == "fp8_e4m3") return {at::kFloat8_e4m3fn, 1, 1, 8};
-  if (f.name == "fp8_e5m2") return {at::kFloat8_e5m2, 1, 1, 8};
-  if (f.name == "fp4_e2m1" || f.name == "int4") return {at::kByte, 2, 1, 4};
-  if (f.name == "int2") return {at::kByte, 4, 1, 2};
-  if (f.name == "fp6_e3m2" || f.name == "fp6_e2m3") return {at::kByte, 4, 3, 6};
-  if (f.is_int()) return {f.mbits <= 8 ? at::kChar : at::kShort, 1, 1, f.mbits};
-  TORCH_INTERNAL_ASSERT(false, "no code layout for ", f.name);
-}
-
-// Per-block E8M0 bytes of x (x's shape, `axis` replaced by the block count), from the same
-// rule as the kernels: computed here from the NaN-propagating block maxima.
-at::Tensor blockScaleBytes(const at::Tensor& x, const MxSpec& spec) {
-  const at::Tensor xt = x.to(at::kFloat).movedim(spec.axis, -1);
-  const int64_t len = xt.size(-1), nb = (len + spec.block - 1) / spec.block;
-  std::vector<int64_t> blocked(xt.sizes().begin(), xt.sizes().end() - 1);
-  blocked.push_back(nb);
-  blocked.push_back(spec.block);
-  const at::Tensor amax =
-      at::constant_pad_nd(xt, {0, nb * spec.block - len}, 0.0).reshape(blocked).abs().amax(-1);
-  // The scale exponent as the kernels compute it: a block of the fake-quantized result never
-  // tells it back (a zero block has no scale), so recompute from the block max.
-  const at::Tensor b = amax.view(at::kInt);
-  const at::Tensor eb = b.bitwise_right_shift(23).bitwise_and(0xFF);
-  const at::Tensor mant = b.bitwise_and(0x7FFFFF);
-  const ElemFormat& f = spec.format;
-  at::Tensor s;
-  if (spec.scale_mode == ScaleMode::kRceil) {
-    const at::Tensor t = (amax / f.max_norm).view(at::kInt);
-    const at::Tensor te = t.bitwise_right_shift(23).bitwise_and(0xFF), tm = t.bitwise_and(0x7FFFFF);
-    s = at::where(te == 0, (tm > 0x400000).to(at::kInt), te + (tm != 0).to(at::kInt));
-    s = at::where((te == 255) | (s > 254), 255, s);
-  } else {
-    at::Tensor u;
-    if (spec.scale_mode == ScaleMode::kEven) {
-      const at::Tensor r = (b.to(at::kLong) + (int64_t(1) << (23 - f.stored_mbits() - 1))).bitwise_and(0x7F800000LL);
-      u = r.bitwise_right_shift(23).to(at::kInt) - 127 - f.emax;
-    } else {
-      u = eb - 127 - f.emax + (spec.scale_mode == ScaleMode::kCeil ? (mant != 0).to(at::kInt) : at::zeros_like(eb));
-    }
-    s = u + 127;
-    s = at::where(s > 254, 255, at::where(s < 0, 0, s));
-  }
-  s = at::where(eb == 255, 255, s);
-  return s.to(at::kByte).movedim(-1, spec.axis).contiguous();
-}
 
 at::Tensor scaleFromBytes(const at::Tensor& s_u8) {
   const at::Tensor s = s_u8.to(at::kInt);
@@ -158,23 +90,25 @@ at::Tensor unpackLast(const at::Tensor& packed, const CodeLayout& l, int64_t len
   return codes;
 }
 
-std::tuple<at::Tensor, at::Tensor> mxQuantize(const at::Tensor& x, c10::string_view elem_format, int64_t block_size,
-                                              int64_t axis, c10::string_view rounding, c10::string_view scale_mode,
-                                              bool flush_fp32_subnorms, std::optional<int64_t> seed) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> mxQuantizeRef(const at::Tensor& x, c10::string_view elem_format,
+                                                 int64_t block_size, int64_t axis, c10::string_view rounding,
+                                                 c10::string_view scale_mode, bool flush_fp32_subnorms,
+                                                 std::optional<int64_t> seed) {
   const MxSpec spec =
       prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_quantize");
   TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
   const CodeLayout layout = codeLayout(spec.format);
-  // One seed for the values, whether given or drawn.
-  const at::Tensor y = callFakeQuantize(x.to(at::kFloat), elem_format, spec.block, spec.axis, rounding, scale_mode,
-                                        flush_fp32_subnorms, static_cast<int64_t>(spec.seed));
-  const at::Tensor s = blockScaleBytes(x, spec);
-  const at::Tensor scale = expandScales(scaleFromBytes(s), spec.axis, spec.block, x.size(spec.axis));
-  // NaN blocks store code 0: their scale byte (255) already says NaN.
-  const at::Tensor e = at::where(s.repeat_interleave(spec.block, spec.axis).narrow(spec.axis, 0, x.size(spec.axis)) ==
-                                     255,
-                                 0.0, y / scale);
-  at::Tensor codes = encodeElements(e.contiguous(), spec.format);
+  if (x.numel() == 0) {
+    return {at::empty(codesShape(x.sizes(), layout), x.options().dtype(layout.dtype)),
+            at::empty(scalesShape(x.sizes(), spec), x.options().dtype(at::kByte))};
+  }
+  const MxBlocks b = mxBlocksRef(x, spec);
+  // NaN blocks store code 0 (their scale byte says NaN); flushed blocks are +0.
+  const at::Tensor e = mxUnblockRef(at::where(b.dead | b.flushed, 0.0, b.q), b, spec, x.sizes());
+  at::Tensor codes = encodeElements(e, spec.format);
+  const at::Tensor scales = b.s.squeeze(-1).to(at::kByte).movedim(-1, spec.axis).contiguous();
   if (layout.packed()) {
     codes = packLast(codes, layout);
   } else if (layout.dtype == at::kFloat8_e4m3fn || layout.dtype == at::kFloat8_e5m2) {
@@ -182,10 +116,10 @@ std::tuple<at::Tensor, at::Tensor> mxQuantize(const at::Tensor& x, c10::string_v
   } else {
     codes = codes.to(layout.dtype);
   }
-  return {codes, s};
+  return {codes, scales};
 }
 
-at::Tensor mxDequantize(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
+at::Tensor mxDequantizeRef(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
                         int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
                         at::ScalarType output_dtype) {
   const char* op = "mx_dequantize";
@@ -231,10 +165,9 @@ at::Tensor mxDequantize(const at::Tensor& codes, const at::Tensor& scales, c10::
   return y.to(output_dtype);
 }
 
-}  // namespace
 }  // namespace pt2q::mx
 
 TORCH_LIBRARY_IMPL(pt2q, CompositeExplicitAutograd, m) {
-  m.impl("mx_quantize", &pt2q::mx::mxQuantize);
-  m.impl("mx_dequantize", &pt2q::mx::mxDequantize);
+  m.impl("mx_quantize", &pt2q::mx::mxQuantizeRef);
+  m.impl("mx_dequantize", &pt2q::mx::mxDequantizeRef);
 }

@@ -52,6 +52,14 @@ void bindReference(py::module_& m) {
         py::arg("x"), py::arg("elem_format"), py::arg("block_size") = 32, py::arg("axis") = -1,
         py::arg("rounding") = "nearest", py::arg("scale_mode") = "floor", py::arg("flush_fp32_subnorms") = false,
         py::arg("seed") = py::none());
+  m.def("mx_quantize",
+        [](const at::Tensor& x, const std::string& fmt, int64_t block, int64_t axis, const std::string& rounding,
+           const std::string& scale_mode, bool flush, std::optional<int64_t> seed) {
+          return mx::mxQuantizeRef(x, fmt, block, axis, rounding, scale_mode, flush, seed);
+        },
+        py::arg("x"), py::arg("elem_format"), py::arg("block_size") = 32, py::arg("axis") = -1,
+        py::arg("rounding") = "nearest", py::arg("scale_mode") = "floor", py::arg("flush_fp32_subnorms") = false,
+        py::arg("seed") = py::none());
   m.def("pack_int4", [](const at::Tensor& x, const std::string& order) { return packInt4Ref(x, order); },
         py::arg("input"), py::arg("nibble_order") = "low_first");
   m.def("unpack_int4",

@@ -38,6 +38,21 @@ def test_round_trip_equals_fake_quantize(fmt, axis, shape, block, rounding):
     assert torch.equal(_bits(y)[~nan], _bits(want)[~nan])
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16])
+def test_cpu_kernel_matches_reference_codes(fmt, in_dtype):
+    x = torch.from_numpy(mx_inputs(1024, 24, seed=6)).reshape(96, 256).to(in_dtype)
+    for axis, block in ((-1, 32), (0, 32), (-1, 7), (0, 0)):
+        for rounding in ("nearest", "even", "floor", "stochastic"):
+            for scale_mode in ("floor", "ceil", "even", "rceil"):
+                c, s = P.mx_quantize(x, fmt, block, axis, rounding, scale_mode, False, 4)
+                rc, rs = pt2q._C.reference.mx_quantize(x, fmt, block, axis, rounding, scale_mode, False, 4)
+                assert torch.equal(s, rs), (axis, block, rounding, scale_mode)
+                assert c.dtype == rc.dtype
+                assert torch.equal(c.view(torch.uint8) if c.element_size() == 1 else c,
+                                   rc.view(torch.uint8) if rc.element_size() == 1 else rc), (axis, block, rounding)
+
+
 @pytest.mark.parametrize("fmt,dtype", [("fp8_e4m3", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)])
 def test_fp8_codes_are_torch_float8_of_the_element_values(fmt, dtype):
     x = torch.from_numpy(mx_inputs(1024, 32, seed=2, specials=False))
