@@ -69,7 +69,27 @@ void packCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t len, const
     for (int64_t r = b; r < e; ++r) {
       const uint8_t* src = in + r * len;
       uint8_t* dst = out + r * groups * l.group_bytes;
-      for (int64_t g = 0; g < groups; ++g) {
+      // Whole groups in simple loops the compiler vectorizes; the partial last group below.
+      const int64_t whole = len / l.per_group;
+      int64_t g0 = 0;
+      if (l.per_group == 2) {
+        for (int64_t g = 0; g < whole; ++g) dst[g] = static_cast<uint8_t>(src[2 * g] | (src[2 * g + 1] << 4));
+        g0 = whole;
+      } else if (l.per_group == 4 && l.group_bytes == 1) {
+        for (int64_t g = 0; g < whole; ++g) {
+          dst[g] = static_cast<uint8_t>(src[4 * g] | (src[4 * g + 1] << 2) | (src[4 * g + 2] << 4) | (src[4 * g + 3] << 6));
+        }
+        g0 = whole;
+      } else if (l.per_group == 4 && l.group_bytes == 3) {
+        for (int64_t g = 0; g < whole; ++g) {
+          const uint32_t w = src[4 * g] | (src[4 * g + 1] << 6) | (src[4 * g + 2] << 12) | (uint32_t(src[4 * g + 3]) << 18);
+          dst[3 * g] = w & 0xFF;
+          dst[3 * g + 1] = (w >> 8) & 0xFF;
+          dst[3 * g + 2] = (w >> 16) & 0xFF;
+        }
+        g0 = whole;
+      }
+      for (int64_t g = g0; g < groups; ++g) {
         uint32_t word = 0;
         for (int i = 0; i < l.per_group; ++i) {
           const int64_t k = g * l.per_group + i;

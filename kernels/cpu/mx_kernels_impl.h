@@ -213,18 +213,30 @@ void quantizeRowsTo(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64
   }
 }
 
+#if defined(PT2Q_VEC_AVX512)
+template <FloatKind K, int R, typename CodeT>
+void quantizeRowsDispatch(const void* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+  quantizeSimd<K, R, CodeT>(x, codes, scales, rb, re, c);
+}
+#else
+template <FloatKind K, int R, typename CodeT>
+void quantizeRowsDispatch(const void* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+  quantizeRowsTo<K, R, CodeT>(x, codes, scales, rb, re, c);
+}
+#endif
+
 template <FloatKind K>
 void quantizeRows(const void* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   const bool wide = c.code_bits > 8;
   switch (c.rounding) {
-    case 1: return wide ? quantizeRowsTo<K, 1, uint16_t>(x, codes, scales, rb, re, c)
-                        : quantizeRowsTo<K, 1, uint8_t>(x, codes, scales, rb, re, c);
-    case 2: return wide ? quantizeRowsTo<K, 2, uint16_t>(x, codes, scales, rb, re, c)
-                        : quantizeRowsTo<K, 2, uint8_t>(x, codes, scales, rb, re, c);
-    case 3: return wide ? quantizeRowsTo<K, 3, uint16_t>(x, codes, scales, rb, re, c)
-                        : quantizeRowsTo<K, 3, uint8_t>(x, codes, scales, rb, re, c);
-    default: return wide ? quantizeRowsTo<K, 0, uint16_t>(x, codes, scales, rb, re, c)
-                         : quantizeRowsTo<K, 0, uint8_t>(x, codes, scales, rb, re, c);
+    case 1: return wide ? quantizeRowsDispatch<K, 1, uint16_t>(x, codes, scales, rb, re, c)
+                        : quantizeRowsDispatch<K, 1, uint8_t>(x, codes, scales, rb, re, c);
+    case 2: return wide ? quantizeRowsDispatch<K, 2, uint16_t>(x, codes, scales, rb, re, c)
+                        : quantizeRowsDispatch<K, 2, uint8_t>(x, codes, scales, rb, re, c);
+    case 3: return wide ? quantizeRowsDispatch<K, 3, uint16_t>(x, codes, scales, rb, re, c)
+                        : quantizeRowsDispatch<K, 3, uint8_t>(x, codes, scales, rb, re, c);
+    default: return wide ? quantizeRowsDispatch<K, 0, uint16_t>(x, codes, scales, rb, re, c)
+                         : quantizeRowsDispatch<K, 0, uint8_t>(x, codes, scales, rb, re, c);
   }
 }
 

@@ -247,3 +247,141 @@ void fakeQuantizeColumnsSimd(const void* xv, void* yv, int64_t rb, int64_t re, c
   }
   if constexpr (Stream) _mm_sfence();
 }
+
+// ---- mx_quantize: codes instead of values ---------------------------------------------------
+
+struct CodeParams {
+  bool is_int;
+  __m128i m_count;        // shift counts for _mm512_s{l,r}l_epi32
+  __m128i sign_count;     // ebits + m
+  __m128i mant_shift;     // 23 - m
+  __m512i emin, bias_minus_127, mant_mask, code_mask;
+  __m512 int_scale;       // 2^m (integer codes)
+  __m512 sub_scale;       // 2^(m - emin) (float subnormal codes)
+};
+
+inline CodeParams codeParams(const ElemParams& p, int32_t ebits, int32_t bits) {
+  CodeParams c;
+  c.is_int = p.is_int;
+  c.m_count = _mm_cvtsi32_si128(p.m);
+  c.sign_count = _mm_cvtsi32_si128(ebits + p.m);
+  c.mant_shift = _mm_cvtsi32_si128(23 - p.m);
+  c.emin = _mm512_set1_epi32(p.emin);
+  c.bias_minus_127 = _mm512_set1_epi32((ebits > 0 ? (1 << (ebits - 1)) - 1 : 1) - 127);
+  c.mant_mask = _mm512_set1_epi32((1 << p.m) - 1);
+  c.code_mask = _mm512_set1_epi32(bits >= 32 ? -1 : static_cast<int32_t>((1u << bits) - 1u));
+  c.int_scale = _mm512_set1_ps(u2f(static_cast<uint32_t>(127 + p.m) << 23));
+  c.sub_scale = _mm512_set1_ps(u2f(static_cast<uint32_t>(127 + p.m - p.emin) << 23));
+  return c;
+}
+
+// encodeElement (mx_numerics.h) on 16 lanes.
+inline __m512i encodeElements16(__m512 q, const CodeParams& c) {
+  const __m512i b = _mm512_castps_si512(q);
+  const __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
+  const __mmask16 neg = _mm512_movepi32_mask(b);
+  if (c.is_int) {
+    const __m512i n = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_castsi512_ps(a), c.int_scale));
+    const __m512i v = _mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n);
+    return _mm512_and_si512(v, c.code_mask);
+  }
+  const __m512i e = _mm512_srli_epi32(a, 23);  // biased
+  const __m512i eu = _mm512_sub_epi32(e, _mm512_set1_epi32(127));
+  const __mmask16 normal = _mm512_cmpge_epi32_mask(eu, c.emin);
+  const __m512i expf = _mm512_maskz_add_epi32(normal, e, c.bias_minus_127);
+  const __m512i mant_norm = _mm512_and_si512(_mm512_srl_epi32(a, c.mant_shift), c.mant_mask);
+  const __m512i mant_sub = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_castsi512_ps(a), c.sub_scale));
+  const __m512i mant = _mm512_mask_mov_epi32(mant_sub, normal, mant_norm);
+  const __m512i sign = _mm512_sll_epi32(_mm512_srli_epi32(b, 31), c.sign_count);
+  const __m512i code = _mm512_or_si512(sign, _mm512_or_si512(_mm512_sll_epi32(expf, c.m_count), mant));
+  const __mmask16 nonzero = _mm512_test_epi32_mask(a, a);
+  return _mm512_maskz_mov_epi32(nonzero, _mm512_and_si512(code, c.code_mask));
+}
+
+template <typename CodeT>
+inline void storeCodesMasked(CodeT* p, __mmask16 k, __m512i codes) {
+  if constexpr (sizeof(CodeT) == 1) {
+    _mm_mask_storeu_epi8(p, k, _mm512_cvtepi32_epi8(codes));
+  } else {
+    _mm256_mask_storeu_epi16(p, k, _mm512_cvtepi32_epi16(codes));
+  }
+}
+
+// One loop for both layouts: `inner` columns per row (1 when the axis is innermost), the
+// columns of a tile in 16-lane steps, each lane with its own block scale.
+template <FloatKind K, int R, typename CodeT>
+void quantizeSimd(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+  constexpr int64_t es = K == FloatKind::kF32 ? 4 : 2;
+  constexpr int64_t kTile = 256;
+  const char* x = static_cast<const char*>(xv);
+  CodeT* codes = static_cast<CodeT*>(cv);
+  const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
+  const VecParams vp = vecParams(p);
+  const CodeParams cp = codeParams(p, c.ebits, c.code_bits);
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  alignas(64) float amax[kTile], inv[kTile];
+  for (int64_t r = rb; r < re; ++r) {
+    const int64_t o = r / nblocks, j = r % nblocks;
+    const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
+    if (c.inner == 1) {
+      // Contiguous block: one scale; elements in 16-lane steps along the row.
+      const int64_t begin = o * c.len + l0, n = l1 - l0;
+      __m512 vmax = _mm512_setzero_ps();
+      __mmask16 nan_seen = 0;
+      for (int64_t i = 0; i < n; i += 16) {
+        const __m512 a = _mm512_abs_ps(loadMasked<K>(x + (begin + i) * es, laneMask(n - i)));
+        nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+        vmax = _mm512_max_ps(vmax, a);
+      }
+      const float m = nan_seen ? u2f(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
+      const uint32_t s = sharedScaleBits(m, p, c.scale_mode);
+      scales[r] = static_cast<uint8_t>(s);
+      const bool dead = s == 255u || (c.flush_fp32_subnorms && ((f2u(m) >> 23) & 0xFFu) == 0u);
+      const __m512 vinv = _mm512_set1_ps(dead ? 0.0f : 1.0f / scaleValue(s));
+      for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = laneMask(n - i);
+        __m512i code = _mm512_setzero_si512();
+        if (!dead) {
+          const __m512i rnd = R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(begin + i)) : _mm512_setzero_si512();
+          const __m512 v = _mm512_mul_ps(loadMasked<K>(x + (begin + i) * es, k), vinv);
+          code = encodeElements16(quantizeElements16<R>(v, vp, rnd), cp);
+        }
+        storeCodesMasked<CodeT>(codes + begin + i, k, code);
+      }
+      continue;
+    }
+    for (int64_t w0 = 0; w0 < c.inner; w0 += kTile) {
+      const int64_t nw = std::min(kTile, c.inner - w0);
+      for (int64_t w = 0; w < nw; w += 16) {
+        const __mmask16 k = laneMask(nw - w);
+        __m512 vmax = _mm512_setzero_ps();
+        __mmask16 nan_seen = 0;
+        for (int64_t l = l0; l < l1; ++l) {
+          const __m512 a = _mm512_abs_ps(loadMasked<K>(x + ((o * c.len + l) * c.inner + w0 + w) * es, k));
+          nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+          vmax = _mm512_max_ps(vmax, a);
+        }
+        _mm512_store_ps(amax + w, _mm512_mask_mov_ps(vmax, nan_seen, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000))));
+      }
+      for (int64_t w = 0; w < nw; ++w) {
+        const uint32_t s = sharedScaleBits(amax[w], p, c.scale_mode);
+        scales[(o * nblocks + j) * c.inner + w0 + w] = static_cast<uint8_t>(s);
+        const bool dead = s == 255u || (c.flush_fp32_subnorms && ((f2u(amax[w]) >> 23) & 0xFFu) == 0u);
+        inv[w] = dead ? 0.0f : 1.0f / scaleValue(s);
+      }
+      for (int64_t l = l0; l < l1; ++l) {
+        const int64_t row = (o * c.len + l) * c.inner + w0;
+        for (int64_t w = 0; w < nw; w += 16) {
+          const __mmask16 k = laneMask(nw - w);
+          const __m512 vinv = _mm512_load_ps(inv + w);
+          const __mmask16 live = _mm512_cmp_ps_mask(vinv, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+          const __m512i rnd = R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(row + w)) : _mm512_setzero_si512();
+          // Dead lanes (NaN / flushed blocks) quantize 0 and store code 0.
+          const __m512 v = _mm512_maskz_mul_ps(live, loadMasked<K>(x + (row + w) * es, k), vinv);
+          const __m512i code = _mm512_maskz_mov_epi32(live, encodeElements16(quantizeElements16<R>(v, vp, rnd), cp));
+          storeCodesMasked<CodeT>(codes + row + w, k, code);
+        }
+      }
+    }
+  }
+}

@@ -44,6 +44,11 @@ for dt in (torch.float32, torch.bfloat16, torch.float16):
                 ok = ~torch.isnan(got)
                 assert torch.equal(got[ok].view(torch.int16 if dt != torch.float32 else torch.int32),
                                    want[ok].view(torch.int16 if dt != torch.float32 else torch.int32)), (dt, fmt, rounding, axis)
+                if rounding in ("nearest", "stochastic"):
+                    c, sc = torch.ops.pt2q.mx_quantize(xx, fmt, block, axis, rounding, "floor", False, 5)
+                    rc, rsc = ref.mx_quantize(xx, fmt, block, axis, rounding, "floor", False, 5)
+                    assert torch.equal(sc, rsc) and torch.equal(c.view(torch.uint8) if c.element_size() == 1 else c,
+                                                                rc.view(torch.uint8) if rc.element_size() == 1 else rc)
 p = torch.randint(-8, 8, (5, 600), dtype=torch.int8)
 assert torch.equal(ops.pack_int4(p, "high_first"), ref.pack_int4(p, "high_first"))
 print("ok", sys.argv[1])
