@@ -132,6 +132,78 @@ inline __m512i randomLanes(uint32_t key, uint64_t index) {
   return _mm512_load_si512(r);
 }
 
+
+// sharedScaleBits (mx_numerics.h) for 16 blocks at once, plus what the element loops need:
+// the scale, its exact reciprocal (0 for dead blocks) and kill flags (1 NaN, 2 flushed).
+struct BlockScales16 {
+  alignas(64) uint32_t s[16];
+  alignas(64) float scale[16];
+  alignas(64) float inv[16];
+  alignas(64) uint32_t kill[16];
+};
+
+inline void blockScales16(__m512 amax, const ElemParams& p, uint8_t scale_mode, bool flush_subnorms,
+                          BlockScales16* out) {
+  const __m512i b = _mm512_castps_si512(amax);
+  const __m512i eb = _mm512_and_si512(_mm512_srli_epi32(b, 23), _mm512_set1_epi32(0xFF));
+  const __m512i mant = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFF));
+  const __mmask16 special = _mm512_cmpeq_epi32_mask(eb, _mm512_set1_epi32(255));
+  __m512i sv;
+  if (scale_mode == 3) {  // rceil
+    const __m512i t = _mm512_castps_si512(_mm512_div_ps(amax, _mm512_set1_ps(p.max_norm)));
+    const __m512i te = _mm512_and_si512(_mm512_srli_epi32(t, 23), _mm512_set1_epi32(0xFF));
+    const __m512i tm = _mm512_and_si512(t, _mm512_set1_epi32(0x7FFFFF));
+    const __mmask16 tm_nz = _mm512_test_epi32_mask(tm, tm);
+    const __mmask16 sub_up = _mm512_cmpgt_epi32_mask(tm, _mm512_set1_epi32(0x400000));
+    const __m512i normal = _mm512_mask_add_epi32(te, tm_nz, te, _mm512_set1_epi32(1));
+    const __mmask16 te_zero = _mm512_cmpeq_epi32_mask(te, _mm512_setzero_si512());
+    sv = _mm512_mask_mov_epi32(normal, te_zero, _mm512_maskz_mov_epi32(sub_up, _mm512_set1_epi32(1)));
+    sv = _mm512_min_epi32(sv, _mm512_set1_epi32(255));
+    sv = _mm512_mask_mov_epi32(sv, _mm512_cmpeq_epi32_mask(te, _mm512_set1_epi32(255)), _mm512_set1_epi32(255));
+  } else {
+    __m512i e = eb;
+    if (scale_mode == 1) {  // ceil
+      e = _mm512_mask_add_epi32(eb, _mm512_test_epi32_mask(mant, mant), eb, _mm512_set1_epi32(1));
+    } else if (scale_mode == 2) {  // even
+      const int32_t shift = 23 - p.m - 1;
+      const __m512i r = _mm512_and_si512(_mm512_add_epi32(b, _mm512_set1_epi32(shift >= 0 ? (1 << shift) : 0)),
+                                         _mm512_set1_epi32(0x7F800000));
+      e = _mm512_srli_epi32(r, 23);
+    }
+    sv = _mm512_sub_epi32(e, _mm512_set1_epi32(p.emax));  // u + 127
+    sv = _mm512_min_epi32(_mm512_max_epi32(sv, _mm512_setzero_si512()), _mm512_set1_epi32(255));
+  }
+  sv = _mm512_mask_mov_epi32(sv, special, _mm512_set1_epi32(255));
+  const __mmask16 nan = _mm512_cmpeq_epi32_mask(sv, _mm512_set1_epi32(255));
+  const __mmask16 zero = _mm512_cmpeq_epi32_mask(sv, _mm512_setzero_si512());
+  __m512i bits = _mm512_slli_epi32(sv, 23);
+  bits = _mm512_mask_mov_epi32(bits, zero, _mm512_set1_epi32(0x00400000));
+  bits = _mm512_mask_mov_epi32(bits, nan, _mm512_set1_epi32(0x7FC00000));
+  const __m512 scale = _mm512_castsi512_ps(bits);
+  __mmask16 flushed = 0;
+  if (flush_subnorms) flushed = _mm512_cmpeq_epi32_mask(eb, _mm512_setzero_si512()) & ~nan;
+  const __m512 inv = _mm512_maskz_div_ps(static_cast<__mmask16>(~(nan | flushed)), _mm512_set1_ps(1.0f), scale);
+  _mm512_store_si512(out->s, sv);
+  _mm512_store_ps(out->scale, scale);
+  _mm512_store_ps(out->inv, inv);
+  _mm512_store_si512(out->kill, _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(flushed, _mm512_set1_epi32(2)), nan,
+                                                      _mm512_set1_epi32(1)));
+}
+
+// NaN-propagating |x| max of a contiguous run of n elements.
+template <FloatKind K>
+inline float runMax(const char* x, int64_t n) {
+  constexpr int64_t es = K == FloatKind::kF32 ? 4 : 2;
+  __m512 vmax = _mm512_setzero_ps();
+  __mmask16 nan_seen = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 a = _mm512_abs_ps(i + 16 <= n ? loadFull<K>(x + i * es) : loadMasked<K>(x + i * es, laneMask(n - i)));
+    nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+    vmax = _mm512_max_ps(vmax, a);
+  }
+  return nan_seen ? u2f(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
+}
+
 // Contiguous blocks (the quantized axis is innermost).
 template <FloatKind K, int R, bool Stream>
 void fakeQuantizeContiguousSimd(const void* xv, void* yv, int64_t rb, int64_t re, const MxCall& c) {
@@ -142,46 +214,44 @@ void fakeQuantizeContiguousSimd(const void* xv, void* yv, int64_t rb, int64_t re
   const VecParams vp = vecParams(p);
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   const __m512 vnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
-  for (int64_t r = rb; r < re; ++r) {
-    const int64_t o = r / nblocks, j = r % nblocks;
-    const int64_t begin = o * c.len + j * c.block;
-    const int64_t n = std::min(c.block, c.len - j * c.block);
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 nan_seen = 0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      const __m512 a = _mm512_abs_ps(loadFull<K>(x + (begin + i) * es));
-      nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-      vmax = _mm512_max_ps(vmax, a);
+  alignas(64) float amax[16];
+  BlockScales16 bs;
+  // 16 blocks at a time: their maxima, then their scales in one vector step, then elements.
+  for (int64_t r0 = rb; r0 < re; r0 += 16) {
+    const int64_t nr = std::min<int64_t>(16, re - r0);
+    for (int64_t k = 0; k < 16; ++k) {
+      if (k >= nr) {
+        amax[k] = 0.0f;
+        continue;
+      }
+      const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
+      amax[k] = runMax<K>(x + (o * c.len + j * c.block) * es, std::min(c.block, c.len - j * c.block));
     }
-    if (i < n) {
-      const __m512 a = _mm512_abs_ps(loadMasked<K>(x + (begin + i) * es, laneMask(n - i)));
-      nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-      vmax = _mm512_max_ps(vmax, a);
-    }
-    const float amax = nan_seen ? u2f(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
-    const uint32_t s = sharedScaleBits(amax, p, c.scale_mode);
-    const bool flush = c.flush_fp32_subnorms && ((f2u(amax) >> 23) & 0xFFu) == 0u;
-    const __m512 scale = _mm512_set1_ps(scaleValue(s));
-    // x / X == x * (1/X) exactly: X is a power of two, and so is 1/X (2^127 for X = 2^-127),
-    // so both are the correctly rounded value of the same quotient.
-    const __m512 inv = _mm512_set1_ps(1.0f / scaleValue(s));
-    auto compute = [&](__m512 xin, int64_t at) {
-      if (s == 255u) return vnan;
-      if (flush) return _mm512_setzero_ps();
-      const __m512i rnd = R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(at)) : _mm512_setzero_si512();
-      return _mm512_mul_ps(quantizeElements16<R>(_mm512_mul_ps(xin, inv), vp, rnd), scale);
-    };
-    i = 0;
-    // Streaming stores need aligned destinations: only when the block starts aligned.
-    const bool aligned = (reinterpret_cast<uintptr_t>(y + begin * es) % (16 * es)) == 0;
-    for (; i + 16 <= n; i += 16) {
-      const __m512 q = compute(loadFull<K>(x + (begin + i) * es), begin + i);
-      if (Stream && aligned) storeFull<K, true>(y + (begin + i) * es, q); else storeFull<K, false>(y + (begin + i) * es, q);
-    }
-    if (i < n) {
-      const __mmask16 k = laneMask(n - i);
-      storeMasked<K>(y + (begin + i) * es, k, compute(loadMasked<K>(x + (begin + i) * es, k), begin + i));
+    blockScales16(_mm512_load_ps(amax), p, c.scale_mode, c.flush_fp32_subnorms, &bs);
+    for (int64_t k = 0; k < nr; ++k) {
+      const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
+      const int64_t begin = o * c.len + j * c.block;
+      const int64_t n = std::min(c.block, c.len - j * c.block);
+      const __m512 scale = _mm512_set1_ps(bs.scale[k]);
+      const __m512 inv = _mm512_set1_ps(bs.inv[k]);
+      const uint32_t kill = bs.kill[k];
+      auto compute = [&](__m512 xin, int64_t at) {
+        if (kill == 1) return vnan;
+        if (kill == 2) return _mm512_setzero_ps();
+        const __m512i rnd = R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(at)) : _mm512_setzero_si512();
+        return _mm512_mul_ps(quantizeElements16<R>(_mm512_mul_ps(xin, inv), vp, rnd), scale);
+      };
+      // Streaming stores need aligned destinations: only when the block starts aligned.
+      const bool aligned = (reinterpret_cast<uintptr_t>(y + begin * es) % (16 * es)) == 0;
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        const __m512 q = compute(loadFull<K>(x + (begin + i) * es), begin + i);
+        if (Stream && aligned) storeFull<K, true>(y + (begin + i) * es, q); else storeFull<K, false>(y + (begin + i) * es, q);
+      }
+      if (i < n) {
+        const __mmask16 km = laneMask(n - i);
+        storeMasked<K>(y + (begin + i) * es, km, compute(loadMasked<K>(x + (begin + i) * es, km), begin + i));
+      }
     }
   }
   if constexpr (Stream) _mm_sfence();
@@ -218,11 +288,12 @@ void fakeQuantizeColumnsSimd(const void* xv, void* yv, int64_t rb, int64_t re, c
         }
         _mm512_store_ps(amax + w, _mm512_mask_mov_ps(vmax, nan_seen, vnan));
       }
-      for (int64_t w = 0; w < nw; ++w) {
-        const uint32_t s = sharedScaleBits(amax[w], p, c.scale_mode);
-        scale[w] = scaleValue(s);
-        inv[w] = 1.0f / scale[w];  // exact: see fakeQuantizeContiguousSimd
-        kill[w] = s == 255u ? 1u : ((c.flush_fp32_subnorms && ((f2u(amax[w]) >> 23) & 0xFFu) == 0u) ? 2u : 0u);
+      for (int64_t w = 0; w < nw; w += 16) {
+        BlockScales16 bs;
+        blockScales16(_mm512_load_ps(amax + w), p, c.scale_mode, c.flush_fp32_subnorms, &bs);
+        std::memcpy(scale + w, bs.scale, sizeof(bs.scale));
+        std::memcpy(inv + w, bs.inv, sizeof(bs.inv));
+        std::memcpy(kill + w, bs.kill, sizeof(bs.kill));
       }
       for (int64_t l = l0; l < l1; ++l) {
         const int64_t row = (o * c.len + l) * c.inner + w0;
