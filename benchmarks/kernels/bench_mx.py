@@ -42,7 +42,7 @@ def cases():
                 # quantize: read x, write codes + scales (bytes as the format stores them)
                 code_bytes = {"int8": 1, "fp8_e4m3": 1, "fp4_e2m1": 0.5}[fmt]
                 qbytes = int(x.numel() * (x.element_size() + code_bytes + 1 / 32))
-                out.append(Case(g, "pt2q.mx_quantize (codes + scales; composite, not fused yet)",
+                out.append(Case(g, "pt2q.mx_quantize (codes + E8M0 scales)",
                                 lambda x=x, fmt=fmt, axis=axis: P.mx_quantize(x, fmt, 32, axis), qbytes))
     return out
 

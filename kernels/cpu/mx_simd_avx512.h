@@ -378,8 +378,8 @@ inline void storeCodesMasked(CodeT* p, __mmask16 k, __m512i codes) {
   }
 }
 
-// One loop for both layouts: `inner` columns per row (1 when the axis is innermost), the
-// columns of a tile in 16-lane steps, each lane with its own block scale.
+// Contiguous blocks (inner == 1) in batches of 16; otherwise columns in tiles of 256, 16 lanes
+// per step, each lane with its own block scale.
 template <FloatKind K, int R, typename CodeT>
 void quantizeSimd(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   constexpr int64_t es = K == FloatKind::kF32 ? 4 : 2;
@@ -391,36 +391,45 @@ void quantizeSimd(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t
   const CodeParams cp = codeParams(p, c.ebits, c.code_bits);
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   alignas(64) float amax[kTile], inv[kTile];
+  if (c.inner == 1) {
+    // Contiguous blocks, 16 at a time: maxima, then scales in one vector step, then codes.
+    BlockScales16 bs;
+    for (int64_t r0 = rb; r0 < re; r0 += 16) {
+      const int64_t nr = std::min<int64_t>(16, re - r0);
+      for (int64_t k = 0; k < 16; ++k) {
+        if (k >= nr) {
+          amax[k] = 0.0f;
+          continue;
+        }
+        const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
+        amax[k] = runMax<K>(x + (o * c.len + j * c.block) * es, std::min(c.block, c.len - j * c.block));
+      }
+      blockScales16(_mm512_load_ps(amax), p, c.scale_mode, c.flush_fp32_subnorms, &bs);
+      for (int64_t k = 0; k < nr; ++k) {
+        const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
+        const int64_t begin = o * c.len + j * c.block;
+        const int64_t n = std::min(c.block, c.len - j * c.block);
+        scales[r] = static_cast<uint8_t>(bs.s[k]);
+        const bool dead = bs.kill[k] != 0;  // NaN and flushed blocks store code 0
+        const __m512 vinv = _mm512_set1_ps(bs.inv[k]);
+        for (int64_t i = 0; i < n; i += 16) {
+          const __mmask16 km = laneMask(n - i);
+          __m512i code = _mm512_setzero_si512();
+          if (!dead) {
+            const __m512i rnd =
+                R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(begin + i)) : _mm512_setzero_si512();
+            const __m512 v = _mm512_mul_ps(loadMasked<K>(x + (begin + i) * es, km), vinv);
+            code = encodeElements16(quantizeElements16<R>(v, vp, rnd), cp);
+          }
+          storeCodesMasked<CodeT>(codes + begin + i, km, code);
+        }
+      }
+    }
+    return;
+  }
   for (int64_t r = rb; r < re; ++r) {
     const int64_t o = r / nblocks, j = r % nblocks;
     const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
-    if (c.inner == 1) {
-      // Contiguous block: one scale; elements in 16-lane steps along the row.
-      const int64_t begin = o * c.len + l0, n = l1 - l0;
-      __m512 vmax = _mm512_setzero_ps();
-      __mmask16 nan_seen = 0;
-      for (int64_t i = 0; i < n; i += 16) {
-        const __m512 a = _mm512_abs_ps(loadMasked<K>(x + (begin + i) * es, laneMask(n - i)));
-        nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-        vmax = _mm512_max_ps(vmax, a);
-      }
-      const float m = nan_seen ? u2f(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
-      const uint32_t s = sharedScaleBits(m, p, c.scale_mode);
-      scales[r] = static_cast<uint8_t>(s);
-      const bool dead = s == 255u || (c.flush_fp32_subnorms && ((f2u(m) >> 23) & 0xFFu) == 0u);
-      const __m512 vinv = _mm512_set1_ps(dead ? 0.0f : 1.0f / scaleValue(s));
-      for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 k = laneMask(n - i);
-        __m512i code = _mm512_setzero_si512();
-        if (!dead) {
-          const __m512i rnd = R == 3 ? randomLanes(c.random_key, static_cast<uint64_t>(begin + i)) : _mm512_setzero_si512();
-          const __m512 v = _mm512_mul_ps(loadMasked<K>(x + (begin + i) * es, k), vinv);
-          code = encodeElements16(quantizeElements16<R>(v, vp, rnd), cp);
-        }
-        storeCodesMasked<CodeT>(codes + begin + i, k, code);
-      }
-      continue;
-    }
     for (int64_t w0 = 0; w0 < c.inner; w0 += kTile) {
       const int64_t nw = std::min(kTile, c.inner - w0);
       for (int64_t w = 0; w < nw; w += 16) {
@@ -434,11 +443,13 @@ void quantizeSimd(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t
         }
         _mm512_store_ps(amax + w, _mm512_mask_mov_ps(vmax, nan_seen, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000))));
       }
-      for (int64_t w = 0; w < nw; ++w) {
-        const uint32_t s = sharedScaleBits(amax[w], p, c.scale_mode);
-        scales[(o * nblocks + j) * c.inner + w0 + w] = static_cast<uint8_t>(s);
-        const bool dead = s == 255u || (c.flush_fp32_subnorms && ((f2u(amax[w]) >> 23) & 0xFFu) == 0u);
-        inv[w] = dead ? 0.0f : 1.0f / scaleValue(s);
+      for (int64_t w = 0; w < nw; w += 16) {
+        BlockScales16 bs;
+        blockScales16(_mm512_load_ps(amax + w), p, c.scale_mode, c.flush_fp32_subnorms, &bs);
+        std::memcpy(inv + w, bs.inv, sizeof(bs.inv));  // 0 for NaN and flushed blocks
+        for (int64_t i = 0; i < 16 && w + i < nw; ++i) {
+          scales[(o * nblocks + j) * c.inner + w0 + w + i] = static_cast<uint8_t>(bs.s[i]);
+        }
       }
       for (int64_t l = l0; l < l1; ++l) {
         const int64_t row = (o * c.len + l) * c.inner + w0;
