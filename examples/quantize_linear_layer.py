@@ -1,5 +1,5 @@
 """Quantize the weights of a real trained layer (all-MiniLM-L6-v2's first query projection,
-run on real token embeddings) with pt2q's affine ops: error, size and speed per scheme.
+run on real token embeddings) with pt2q's affine and MX ops: error, size and speed.
 
     python examples/quantize_linear_layer.py        (make demo installs what it needs)
 """
@@ -21,7 +21,6 @@ TEXT = "the quick brown fox jumps over the lazy dog while quantized models run f
 
 def sqnr_db(ref, x):
     return (10 * torch.log10(ref.pow(2).mean() / (ref - x).pow(2).mean())).item()
-
 
 def layer0_query_input(sd):
     """Real activations: embeddings of TEXT's tokens, positions added, LayerNorm'd (BERT)."""
@@ -54,43 +53,42 @@ def main():
     ]
     print(f"layer: encoder.layer.0.attention.self.query {tuple(w.shape)} on {x.shape[0]} real tokens; "
           f"pt2q {pt2q.__version__}, CPU kernels {pt2q._C.info.cpu_isa()}")
-    print(f"| {'scheme':<30} | {'KiB':>6} | {'weight SQNR dB':>14} | {'output SQNR dB':>14} |")
-    print(f"|{'-' * 32}|{'-' * 8}|{'-' * 16}|{'-' * 16}|")
+    print(f"| {'scheme':<30} | {'KiB':>6} | {'weight SQNR dB':>14} | {'output SQNR dB':>14} |\n|{'-' * 32}|{'-' * 8}"
+          f"|{'-' * 16}|{'-' * 16}|")
     print(f"| {'float32 (reference)':<30} | {w.numel() * 4 / 1024:6.0f} | {'inf':>14} | {'inf':>14} |")
     for name, dt, block, mapping, domain, bits in schemes:
         s, z = ops.choose_qparams_affine(w, mapping, block, dt, zero_point_domain=domain)
         zp = None if domain == "none" else z
         q = ops.quantize_affine(w, block, s, zp, dt, zero_point_domain=domain)
-        if dt in (torch.int4, torch.uint4):
-            q = ops.unpack_int4(ops.pack_int4(q), signed=dt == torch.int4)  # stored two per byte
+        if dt in (torch.int4, torch.uint4):  # stored two per byte
+            q = ops.unpack_int4(ops.pack_int4(q), signed=dt == torch.int4)
         wq = ops.dequantize_affine(q, block, s, zp, dt, zero_point_domain=domain)
         yq = torch.nn.functional.linear(x, wq, b)
         print(f"| {name:<30} | {w.numel() * bits / 8 / 1024:6.0f} | {sqnr_db(w, wq):14.1f} | {sqnr_db(y, yq):14.1f} |")
+    for fmt in ("int8", "fp8_e4m3", "fp6_e2m3", "fp4_e2m1"):  # OCP MX, block 32 along K, real packed bits
+        codes, scales = ops.mx_quantize(w, fmt)
+        wq, kib = ops.mx_dequantize(codes, scales, fmt), (codes.numel() * codes.element_size() + scales.numel()) / 1024
+        yq = torch.nn.functional.linear(x, wq, b)
+        print(f"| {'MX ' + fmt + ' (block 32)':<30} | {kib:6.0f} | {sqnr_db(w, wq):14.1f} | {sqnr_db(y, yq):14.1f} |")
 
     # Speed: per-channel int8 quantization of every linear weight of the model, the step
     # convert_pt2e folds; PyTorch's PT2E path is an observer pass plus quantize_per_channel.
     weights = [v for k, v in sd.items() if k.startswith("encoder.") and k.endswith(".weight") and v.dim() == 2]
     n = sum(v.numel() for v in weights)
 
-    def pytorch_path():
-        out = []
-        for v in weights:
-            obs = torch.ao.quantization.PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8,
-                                                                 qscheme=torch.per_channel_symmetric)
-            obs(v)
-            s, z = obs.calculate_qparams()
-            out.append(torch.ops.quantized_decomposed.quantize_per_channel(v, s, z, 0, -128, 127, torch.int8))
-        return out
+    def pytorch_one(v):
+        obs = torch.ao.quantization.PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8,
+                                                             qscheme=torch.per_channel_symmetric)
+        obs(v)
+        s, z = obs.calculate_qparams()
+        return torch.ops.quantized_decomposed.quantize_per_channel(v, s, z, 0, -128, 127, torch.int8)
 
-    def pt2q_path():
-        out = []
-        for v in weights:
-            s, z = ops.choose_qparams_affine(v, "symmetric", [1, v.shape[1]], torch.int8)
-            out.append(ops.quantize_affine(v, [1, v.shape[1]], s, z, torch.int8))
-        return out
+    def pt2q_one(v):
+        s, z = ops.choose_qparams_affine(v, "symmetric", [1, v.shape[1]], torch.int8)
+        return ops.quantize_affine(v, [1, v.shape[1]], s, z, torch.int8)
 
-    same = all(torch.equal(a, b) for a, b in zip(pytorch_path(), pt2q_path()))
-    t_ref, t_pt2q = timed(pytorch_path), timed(pt2q_path)
+    pytorch_path, pt2q_path = (lambda: [pytorch_one(v) for v in weights]), (lambda: [pt2q_one(v) for v in weights])
+    same, t_ref, t_pt2q = all(map(torch.equal, pytorch_path(), pt2q_path())), timed(pytorch_path), timed(pt2q_path)
     print(f"\nquantize all {len(weights)} linear weights ({n / 1e6:.1f} M params) per-channel int8, "
           f"{torch.get_num_threads()} threads:")
     print(f"  torch.ao observer + quantized_decomposed.quantize_per_channel: {t_ref:7.2f} ms")
