@@ -12,17 +12,33 @@
 namespace pt2q::mx {
 namespace {
 
-uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-
 int floatKind(at::ScalarType t) {
   return t == at::kFloat ? 0 : (t == at::kBFloat16 ? 1 : 2);
+}
+
+// The kernel arguments of one call. Outputs of 16 MiB or more get streaming stores, the rule
+// of the affine kernels (kernels/cpu/affine_cpu.cpp); PT2Q_STREAMING_STORES=0/1 overrides.
+cpu::MxCall makeMxCall(const MxSpec& spec, const MxShape& shape, int64_t out_bytes) {
+  cpu::MxCall c{};
+  c.is_int = spec.format.is_int();
+  c.emin = spec.format.emin();
+  c.m = spec.format.stored_mbits();
+  c.emax = spec.format.emax;
+  c.max_norm = spec.format.max_norm;
+  c.rounding = static_cast<uint8_t>(spec.rounding);
+  c.scale_mode = static_cast<uint8_t>(spec.scale_mode);
+  c.flush_fp32_subnorms = spec.flush_fp32_subnorms;
+  c.random_key = streamKey(spec.seed);
+  c.len = shape.len;
+  c.inner = shape.inner;
+  c.block = spec.block;
+  const char* env = std::getenv("PT2Q_STREAMING_STORES");
+  c.stream_stores = env != nullptr ? std::string(env) == "1" : out_bytes >= (int64_t(16) << 20);
+  return c;
+}
+
+int64_t blockRowGrain(const MxSpec& spec, const MxShape& shape) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, std::min(spec.block, shape.len) * shape.inner));
 }
 
 at::Tensor mxFakeQuantizeCpu(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
@@ -34,27 +50,10 @@ at::Tensor mxFakeQuantizeCpu(const at::Tensor& x, c10::string_view elem_format, 
   at::Tensor y = at::empty_like(xc);
   if (x.numel() == 0) return y;
   const MxShape shape = mxShape(xc, spec);
-  cpu::MxCall c{};
-  c.is_int = spec.format.is_int();
-  c.emin = spec.format.emin();
-  c.m = spec.format.stored_mbits();
-  c.emax = spec.format.emax;
-  c.max_norm = spec.format.max_norm;
-  c.rounding = static_cast<uint8_t>(spec.rounding);
-  c.scale_mode = static_cast<uint8_t>(spec.scale_mode);
-  c.flush_fp32_subnorms = spec.flush_fp32_subnorms;
-  c.random_key = hash32(static_cast<uint32_t>(spec.seed) ^ hash32(static_cast<uint32_t>(spec.seed >> 32) + 0x9e3779b9u));
-  c.len = shape.len;
-  c.inner = shape.inner;
-  c.block = spec.block;
-  // Same rule as the affine kernels (kernels/cpu/affine_cpu.cpp): streaming stores from 16 MiB.
-  const char* env = std::getenv("PT2Q_STREAMING_STORES");
-  const int64_t bytes = y.numel() * y.element_size();
-  c.stream_stores = env != nullptr ? std::string(env) == "1" : bytes >= (int64_t(16) << 20);
+  const cpu::MxCall c = makeMxCall(spec, shape, y.numel() * y.element_size());
   const auto fn = cpu::mxKernels().fake_quantize[floatKind(xc.scalar_type())];
   const int64_t rows = shape.outer * shape.blocks_per_row;
-  const int64_t elems_per_row = std::max<int64_t>(1, std::min(spec.block, shape.len) * shape.inner);
-  const int64_t grain = std::max<int64_t>(1, 16384 / elems_per_row);
+  const int64_t grain = blockRowGrain(spec, shape);
   const void* xp = xc.const_data_ptr();
   void* yp = y.data_ptr();
   at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fn(xp, yp, b, e, c); });
@@ -115,25 +114,12 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
   if (xc.numel() > 0) {
     const MxShape shape = mxShape(xc, spec);
-    cpu::MxCall c{};
-    c.is_int = spec.format.is_int();
-    c.emin = spec.format.emin();
-    c.m = spec.format.stored_mbits();
-    c.emax = spec.format.emax;
-    c.max_norm = spec.format.max_norm;
-    c.rounding = static_cast<uint8_t>(spec.rounding);
-    c.scale_mode = static_cast<uint8_t>(spec.scale_mode);
-    c.flush_fp32_subnorms = spec.flush_fp32_subnorms;
-    c.random_key =
-        hash32(static_cast<uint32_t>(spec.seed) ^ hash32(static_cast<uint32_t>(spec.seed >> 32) + 0x9e3779b9u));
-    c.len = shape.len;
-    c.inner = shape.inner;
-    c.block = spec.block;
+    cpu::MxCall c = makeMxCall(spec, shape, codes.numel() * codes.element_size());
     c.code_bits = layout.bits;
     c.ebits = spec.format.ebits;
     const auto fn = cpu::mxKernels().quantize[floatKind(xc.scalar_type())];
     const int64_t rows = shape.outer * shape.blocks_per_row;
-    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, std::min(spec.block, shape.len) * shape.inner));
+    const int64_t grain = blockRowGrain(spec, shape);
     const void* xp = xc.const_data_ptr();
     void* cp = codes.data_ptr();
     uint8_t* sp = scales.data_ptr<uint8_t>();

@@ -62,7 +62,7 @@ void fakeQuantizeBlockRows(const void* xv, void* yv, int64_t rb, int64_t re, con
   T* y = static_cast<T*>(yv);
   const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
-  const float nan = u2f(0x7FC00000u);
+  const float nan = bitsToFloat(0x7FC00000u);
   float amax[kColumns], scale[kColumns];
   uint8_t kill[kColumns];  // 1: NaN block, 2: flushed block
   for (int64_t r = rb; r < re; ++r) {
@@ -85,7 +85,7 @@ void fakeQuantizeBlockRows(const void* xv, void* yv, int64_t rb, int64_t re, con
         const float m = nan_seen[w] ? nan : amax[w];
         const uint32_t s = sharedScaleBits(m, p, c.scale_mode);
         scale[w] = scaleValue(s);
-        kill[w] = s == 255u ? 1 : ((c.flush_fp32_subnorms && ((f2u(m) >> 23) & 0xFFu) == 0u) ? 2 : 0);
+        kill[w] = s == 255u ? 1 : ((c.flush_fp32_subnorms && ((floatToBits(m) >> 23) & 0xFFu) == 0u) ? 2 : 0);
       }
       for (int64_t l = l0; l < l1; ++l) {
         const int64_t base = (o * c.len + l) * c.inner + w0;
@@ -111,7 +111,7 @@ void fakeQuantizeContiguous(const void* xv, void* yv, int64_t rb, int64_t re, co
   T* y = static_cast<T*>(yv);
   const ElemParams p{c.is_int, c.emin, c.m, c.emax, c.max_norm};
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
-  const float nan = u2f(0x7FC00000u);
+  const float nan = bitsToFloat(0x7FC00000u);
   for (int64_t r = rb; r < re; ++r) {
     const int64_t o = r / nblocks, j = r % nblocks;
     const int64_t begin = o * c.len + j * c.block;
@@ -127,7 +127,7 @@ void fakeQuantizeContiguous(const void* xv, void* yv, int64_t rb, int64_t re, co
     }
     if (nan_seen) amax = nan;
     const uint32_t s = sharedScaleBits(amax, p, c.scale_mode);
-    if (s == 255u || (c.flush_fp32_subnorms && ((f2u(amax) >> 23) & 0xFFu) == 0u)) {
+    if (s == 255u || (c.flush_fp32_subnorms && ((floatToBits(amax) >> 23) & 0xFFu) == 0u)) {
       const T fill = IO<K>::store(s == 255u ? nan : 0.0f);
       for (int64_t i = 0; i < n; ++i) yb[i] = fill;
       continue;
@@ -192,9 +192,9 @@ void quantizeRowsTo(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64
         }
       }
       for (int64_t w = 0; w < nw; ++w) {
-        const float m = nan_seen[w] ? u2f(0x7FC00000u) : amax[w];
+        const float m = nan_seen[w] ? bitsToFloat(0x7FC00000u) : amax[w];
         uint32_t s = sharedScaleBits(m, p, c.scale_mode);
-        const bool flush = c.flush_fp32_subnorms && ((f2u(m) >> 23) & 0xFFu) == 0u;
+        const bool flush = c.flush_fp32_subnorms && ((floatToBits(m) >> 23) & 0xFFu) == 0u;
         s_byte[w] = static_cast<uint8_t>(s);
         // NaN and flushed blocks store code 0 (the scale byte says NaN; 0 is +0).
         inv[w] = (s == 255u || flush) ? 0.0f : 1.0f / scaleValue(s);

@@ -190,6 +190,24 @@ inline void blockScales16(__m512 amax, const ElemParams& p, uint8_t scale_mode, 
                                                       _mm512_set1_epi32(1)));
 }
 
+// NaN-propagating |x| maxima of columns [w0, w0 + nw) over rows [l0, l1) of outer index o.
+template <FloatKind K>
+inline void columnMaxima(const char* x, const MxCall& c, int64_t o, int64_t l0, int64_t l1, int64_t w0, int64_t nw,
+                         float* amax) {
+  constexpr int64_t es = K == FloatKind::kF32 ? 4 : 2;
+  for (int64_t w = 0; w < nw; w += 16) {
+    const __mmask16 k = laneMask(nw - w);
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 nan_seen = 0;
+    for (int64_t l = l0; l < l1; ++l) {
+      const __m512 a = _mm512_abs_ps(loadMasked<K>(x + ((o * c.len + l) * c.inner + w0 + w) * es, k));
+      nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+      vmax = _mm512_max_ps(vmax, a);
+    }
+    _mm512_store_ps(amax + w, _mm512_mask_mov_ps(vmax, nan_seen, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000))));
+  }
+}
+
 // NaN-propagating |x| max of a contiguous run of n elements.
 template <FloatKind K>
 inline float runMax(const char* x, int64_t n) {
@@ -201,7 +219,7 @@ inline float runMax(const char* x, int64_t n) {
     nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
     vmax = _mm512_max_ps(vmax, a);
   }
-  return nan_seen ? u2f(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
+  return nan_seen ? bitsToFloat(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
 }
 
 // Contiguous blocks (the quantized axis is innermost).
@@ -277,17 +295,7 @@ void fakeQuantizeColumnsSimd(const void* xv, void* yv, int64_t rb, int64_t re, c
     const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
     for (int64_t w0 = 0; w0 < c.inner; w0 += kTile) {
       const int64_t nw = std::min(kTile, c.inner - w0);
-      for (int64_t w = 0; w < nw; w += 16) {
-        const __mmask16 k = laneMask(nw - w);
-        __m512 vmax = _mm512_setzero_ps();
-        __mmask16 nan_seen = 0;
-        for (int64_t l = l0; l < l1; ++l) {
-          const __m512 a = _mm512_abs_ps(loadMasked<K>(x + ((o * c.len + l) * c.inner + w0 + w) * es, k));
-          nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-          vmax = _mm512_max_ps(vmax, a);
-        }
-        _mm512_store_ps(amax + w, _mm512_mask_mov_ps(vmax, nan_seen, vnan));
-      }
+      columnMaxima<K>(x, c, o, l0, l1, w0, nw, amax);
       for (int64_t w = 0; w < nw; w += 16) {
         BlockScales16 bs;
         blockScales16(_mm512_load_ps(amax + w), p, c.scale_mode, c.flush_fp32_subnorms, &bs);
@@ -341,8 +349,8 @@ inline CodeParams codeParams(const ElemParams& p, int32_t ebits, int32_t bits) {
   c.bias_minus_127 = _mm512_set1_epi32((ebits > 0 ? (1 << (ebits - 1)) - 1 : 1) - 127);
   c.mant_mask = _mm512_set1_epi32((1 << p.m) - 1);
   c.code_mask = _mm512_set1_epi32(bits >= 32 ? -1 : static_cast<int32_t>((1u << bits) - 1u));
-  c.int_scale = _mm512_set1_ps(u2f(static_cast<uint32_t>(127 + p.m) << 23));
-  c.sub_scale = _mm512_set1_ps(u2f(static_cast<uint32_t>(127 + p.m - p.emin) << 23));
+  c.int_scale = _mm512_set1_ps(bitsToFloat(static_cast<uint32_t>(127 + p.m) << 23));
+  c.sub_scale = _mm512_set1_ps(bitsToFloat(static_cast<uint32_t>(127 + p.m - p.emin) << 23));
   return c;
 }
 
@@ -432,17 +440,7 @@ void quantizeSimd(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t
     const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
     for (int64_t w0 = 0; w0 < c.inner; w0 += kTile) {
       const int64_t nw = std::min(kTile, c.inner - w0);
-      for (int64_t w = 0; w < nw; w += 16) {
-        const __mmask16 k = laneMask(nw - w);
-        __m512 vmax = _mm512_setzero_ps();
-        __mmask16 nan_seen = 0;
-        for (int64_t l = l0; l < l1; ++l) {
-          const __m512 a = _mm512_abs_ps(loadMasked<K>(x + ((o * c.len + l) * c.inner + w0 + w) * es, k));
-          nan_seen |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-          vmax = _mm512_max_ps(vmax, a);
-        }
-        _mm512_store_ps(amax + w, _mm512_mask_mov_ps(vmax, nan_seen, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000))));
-      }
+      columnMaxima<K>(x, c, o, l0, l1, w0, nw, amax);
       for (int64_t w = 0; w < nw; w += 16) {
         BlockScales16 bs;
         blockScales16(_mm512_load_ps(amax + w), p, c.scale_mode, c.flush_fp32_subnorms, &bs);

@@ -48,6 +48,23 @@ const char* elemFormatNames() {
   return "int8, int4, int2 (BFP: int2..int16), fp8_e5m2, fp8_e4m3, fp6_e3m2, fp6_e2m3, fp4_e2m1";
 }
 
+namespace {
+
+uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+}  // namespace
+
+uint32_t streamKey(uint64_t seed) {
+  return hash32(static_cast<uint32_t>(seed) ^ hash32(static_cast<uint32_t>(seed >> 32) + 0x9e3779b9u));
+}
+
 bool parseRounding(const std::string& s, Rounding* out) {
   if (s == "nearest") return *out = Rounding::kNearest, true;
   if (s == "even") return *out = Rounding::kEven, true;

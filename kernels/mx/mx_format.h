@@ -33,6 +33,10 @@ enum class Rounding : uint8_t { kNearest, kEven, kFloor, kStochastic };
 enum class ScaleMode : uint8_t { kFloor, kCeil, kEven, kRceil };
 
 bool parseRounding(const std::string& s, Rounding* out);
+
+/// The stochastic-rounding stream key of a seed (kernels/README.md, Note [MX numerics]);
+/// the kernels mix it with each element's index.
+uint32_t streamKey(uint64_t seed);
 bool parseScaleMode(const std::string& s, ScaleMode* out);
 
 }  // namespace pt2q::mx

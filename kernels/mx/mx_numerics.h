@@ -3,7 +3,8 @@
 // cpu/mx_kernels_impl.h) after <cmath>, <cstdint> and simd/float_bits.h.
 //
 // See Note [MX numerics] in kernels/README.md. This is microxcaling's C++/CUDA semantics
-// (mx/cpp/mx.cuh, quantize.cuh) written on values instead of mantissa shifts:
+// (mx/cpp/mx.cuh, quantize.cuh) written on values instead of mantissa shifts (bit casts are
+// floatToBits / bitsToFloat of simd/float_bits.h):
 //   element step  = 2^(se), se = (int ? 0 : max(e, emin)) - m     (e = exponent of |v|)
 //   n             = round_mode(|v| / step), q = min(n * step, max_norm), sign restored, +0 for 0
 // Every operation is exact in fp32 except the division v = a / X (X a power of two, so exact
@@ -18,22 +19,10 @@ struct ElemParams {
   float max_norm;
 };
 
-inline uint32_t f2u(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-inline float u2f(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 /// Biased E8M0 exponent (0..254) of a block's shared scale, or 255 for a NaN scale (any
 /// NaN/Inf in the block, or an exponent beyond 2^127). `amax` is the NaN-propagating max |a|.
 inline uint32_t sharedScaleBits(float amax, const ElemParams& p, uint8_t scale_mode) {
-  const uint32_t b = f2u(amax);
+  const uint32_t b = floatToBits(amax);
   const uint32_t eb = (b >> 23) & 0xFFu;
   const uint32_t mant = b & 0x7FFFFFu;
   if (eb == 255u) return 255u;
@@ -49,7 +38,7 @@ inline uint32_t sharedScaleBits(float amax, const ElemParams& p, uint8_t scale_m
       break;
     }
     case 3: {  // rceil (torchao RCEIL, cuBLAS): 2^ceil(log2(amax / max_norm)), in fp32
-      const uint32_t t = f2u(amax / p.max_norm);
+      const uint32_t t = floatToBits(amax / p.max_norm);
       const uint32_t te = (t >> 23) & 0xFFu, tm = t & 0x7FFFFFu;
       if (te == 255u) return 255u;
       const uint32_t byte = (te == 0) ? (tm > 0x400000u ? 1u : 0u) : te + (tm != 0 ? 1u : 0u);
@@ -67,8 +56,8 @@ inline uint32_t sharedScaleBits(float amax, const ElemParams& p, uint8_t scale_m
 
 /// The value of an E8M0 byte: 2^(s-127); byte 0 is 2^-127 (an fp32 subnormal); 255 is NaN.
 inline float scaleValue(uint32_t s) {
-  if (s == 255u) return u2f(0x7FC00000u);
-  return s == 0u ? u2f(0x00400000u) : u2f(s << 23);
+  if (s == 255u) return bitsToFloat(0x7FC00000u);
+  return s == 0u ? bitsToFloat(0x00400000u) : bitsToFloat(s << 23);
 }
 
 /// 32 random bits for element `index` of a stream, independent of how work is split.
@@ -93,12 +82,12 @@ inline uint32_t elementRandom(uint32_t key, uint64_t index) {
 /// away), 1 even, 2 floor (toward zero), 3 stochastic (up with probability frac, from rnd).
 template <int R>
 inline float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
-  const uint32_t b = f2u(v);
+  const uint32_t b = floatToBits(v);
   const uint32_t sign = b & 0x80000000u;
-  const float av = u2f(b & 0x7FFFFFFFu);
+  const float av = bitsToFloat(b & 0x7FFFFFFFu);
   const int32_t e = static_cast<int32_t>((b >> 23) & 0xFFu) - 127;
   const int32_t se = (p.is_int ? 0 : (e > p.emin ? e : p.emin)) - p.m;
-  const float scaled = av * u2f(static_cast<uint32_t>(127 - se) << 23);
+  const float scaled = av * bitsToFloat(static_cast<uint32_t>(127 - se) << 23);
   const float n0 = std::trunc(scaled);
   const float frac = scaled - n0;
   bool up;
@@ -111,21 +100,21 @@ inline float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
   } else {
     up = static_cast<uint32_t>(frac * 4294967296.0f) > rnd;
   }
-  float q = (n0 + (up ? 1.0f : 0.0f)) * u2f(static_cast<uint32_t>(127 + se) << 23);
+  float q = (n0 + (up ? 1.0f : 0.0f)) * bitsToFloat(static_cast<uint32_t>(127 + se) << 23);
   q = q < p.max_norm ? q : p.max_norm;
-  return u2f(f2u(q) | (q != 0.0f ? sign : 0u));
+  return bitsToFloat(floatToBits(q) | (q != 0.0f ? sign : 0u));
 }
 
 /// The stored bits of an element value q (on the grid, |q| <= max_norm), `bits` wide:
 /// integers as two's complement of sign * n (q = n * 2^-m); floats as sign | exponent (bias
 /// 2^(ebits-1) - 1) | mantissa, exponent 0 for subnormals.
 inline uint32_t encodeElement(float q, const ElemParams& p, int32_t ebits, int32_t bits) {
-  const uint32_t b = f2u(q);
+  const uint32_t b = floatToBits(q);
   const uint32_t sign = b >> 31;
   const uint32_t a = b & 0x7FFFFFFFu;
   const uint32_t mask = (bits >= 32) ? 0xFFFFFFFFu : ((1u << bits) - 1u);
   if (p.is_int) {
-    const int32_t n = static_cast<int32_t>(u2f(a) * u2f(static_cast<uint32_t>(127 + p.m) << 23));
+    const int32_t n = static_cast<int32_t>(bitsToFloat(a) * bitsToFloat(static_cast<uint32_t>(127 + p.m) << 23));
     return static_cast<uint32_t>(sign ? -n : n) & mask;
   }
   if (a == 0) return 0u;
@@ -137,7 +126,7 @@ inline uint32_t encodeElement(float q, const ElemParams& p, int32_t ebits, int32
     mant = (a >> (23 - p.m)) & ((1u << p.m) - 1u);
   } else {
     expf = 0;
-    mant = static_cast<uint32_t>(u2f(a) * u2f(static_cast<uint32_t>(127 + p.m - p.emin) << 23));
+    mant = static_cast<uint32_t>(bitsToFloat(a) * bitsToFloat(static_cast<uint32_t>(127 + p.m - p.emin) << 23));
   }
   return ((sign << (ebits + p.m)) | (expf << p.m) | mant) & mask;
 }

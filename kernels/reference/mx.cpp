@@ -21,15 +21,6 @@ at::Tensor hash32(at::Tensor x) {
   return x.bitwise_xor(x.bitwise_right_shift(16));
 }
 
-uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-
 // Per-block E8M0 exponent (int32, 0..255) from the NaN-propagating block max.
 at::Tensor sharedScaleBits(const at::Tensor& amax, const ElemFormat& f, ScaleMode mode) {
   const at::Tensor b = amax.view(at::kInt);
@@ -100,8 +91,7 @@ MxBlocks mxBlocksRef(const at::Tensor& x, const MxSpec& spec) {
   at::Tensor rnd;
   if (spec.rounding == Rounding::kStochastic) {
     // Random bits per element from its index in the original contiguous layout.
-    const uint32_t key = hash32(static_cast<uint32_t>(spec.seed) ^
-                                hash32(static_cast<uint32_t>(spec.seed >> 32) + 0x9e3779b9u));
+    const uint32_t key = streamKey(spec.seed);
     const at::Tensor idx = at::arange(x1.numel(), x.options().dtype(at::kLong)).view(x1.sizes())
                                .movedim(spec.axis, -1).contiguous();
     const at::Tensor idxp = at::constant_pad_nd(idx, {0, pad}, 0).view(blocked);
