@@ -3,7 +3,12 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <array>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <vector>
+#include <type_traits>
 #include <string>
 
 #include "kernels/cpu/mx_microkernels.h"
@@ -134,10 +139,135 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
   return {codes.view(layout.dtype), scales};
 }
 
+// The value of every code of a format of at most 8 bits, for table lookups: integers
+// sign-extended from their stored width, floats decoded (sign | exponent | mantissa).
+std::array<float, 256> codeTable(const ElemFormat& f, const CodeLayout& l) {
+  std::array<float, 256> t{};
+  const int m = f.stored_mbits();
+  for (int code = 0; code < 256; ++code) {
+    if (f.is_int()) {
+      const int bits = l.bits;
+      const int v = (code & (1 << (bits - 1))) ? (code & ((1 << bits) - 1)) - (1 << bits) : (code & ((1 << bits) - 1));
+      t[code] = std::ldexp(static_cast<float>(v), -m);
+      continue;
+    }
+    const int nbits = 1 + f.ebits + m;
+    if (code >= (1 << nbits)) continue;
+    const int sign = (code >> (f.ebits + m)) & 1;
+    const int expf = (code >> m) & ((1 << f.ebits) - 1);
+    const int mant = code & ((1 << m) - 1);
+    const float mag = expf == 0 ? std::ldexp(static_cast<float>(mant), f.emin() - m)
+                                : std::ldexp(1.0f + std::ldexp(static_cast<float>(mant), -m), expf - f.bias());
+    t[code] = sign ? -mag : mag;
+  }
+  return t;
+}
+
+template <typename Out>
+Out fromFloat(float v) {
+  return static_cast<Out>(v);  // c10::BFloat16 / c10::Half round to nearest even
+}
+
+// y = table[code] * scale of its block, over block rows of the [outer, len, inner] layout.
+template <typename Out, typename CodeT>
+void dequantizeRows(const CodeT* codes, const uint8_t* scales, Out* y, const std::array<float, 256>* table, int m,
+                    const MxShape& sh, int64_t block, int64_t rb, int64_t re) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float int_step = std::ldexp(1.0f, -m);
+  std::vector<float> scale(sh.inner);
+  for (int64_t r = rb; r < re; ++r) {
+    const int64_t o = r / sh.blocks_per_row, j = r % sh.blocks_per_row;
+    const int64_t l0 = j * block, l1 = std::min(sh.len, l0 + block);
+    for (int64_t w = 0; w < sh.inner; ++w) {
+      const uint8_t sb = scales[r * sh.inner + w];
+      scale[w] = sb == 255 ? nan : (sb == 0 ? std::ldexp(1.0f, -127) : std::ldexp(1.0f, sb - 127));
+    }
+    for (int64_t l = l0; l < l1; ++l) {
+      const int64_t base = (o * sh.len + l) * sh.inner;
+      for (int64_t w = 0; w < sh.inner; ++w) {
+        float v;
+        if constexpr (sizeof(CodeT) == 1) {
+          v = (*table)[codes[base + w]];
+        } else {
+          v = static_cast<float>(codes[base + w]) * int_step;
+        }
+        y[base + w] = fromFloat<Out>(v * scale[w]);
+      }
+    }
+  }
+}
+
+at::Tensor mxDequantizeCpu(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
+                           int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
+                           at::ScalarType output_dtype) {
+  const MxDequantArgs a = prepareMxDequantize(codes, scales, elem_format, block_size, axis, last_dim, output_dtype);
+  const CodeLayout& l = a.layout;
+  // One code per element: unpack sub-byte codes first (a cheap pass over the small array).
+  at::Tensor per_elem;
+  if (l.packed()) {
+    per_elem = at::empty(a.sizes, codes.options().dtype(at::kByte));
+    const at::Tensor cc = codes.contiguous();
+    const int64_t len = a.sizes.back(), nbytes = cc.size(-1), rows = len == 0 ? 0 : per_elem.numel() / len;
+    const uint8_t* src = cc.const_data_ptr<uint8_t>();
+    uint8_t* dst = per_elem.data_ptr<uint8_t>();
+    const uint32_t mask = (1u << l.bits) - 1u;
+    at::parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const uint8_t* in = src + r * nbytes;
+        uint8_t* out = dst + r * len;
+        for (int64_t g = 0; g * l.per_group < len; ++g) {
+          uint32_t word = in[g * l.group_bytes];
+          if (l.group_bytes == 3) word |= (uint32_t(in[g * 3 + 1]) << 8) | (uint32_t(in[g * 3 + 2]) << 16);
+          const int64_t n = std::min<int64_t>(l.per_group, len - g * l.per_group);
+          for (int64_t i = 0; i < n; ++i) out[g * l.per_group + i] = static_cast<uint8_t>((word >> (i * l.bits)) & mask);
+        }
+      }
+    });
+  } else {
+    per_elem = codes.contiguous();
+    if (per_elem.element_size() == 1) per_elem = per_elem.view(at::kByte);
+  }
+  const at::Tensor sc = scales.contiguous();
+  at::Tensor y = at::empty(a.sizes, codes.options().dtype(output_dtype));
+  if (y.numel() == 0) return y;
+  MxSpec spec;
+  spec.axis = a.axis;
+  spec.block = a.block;
+  const MxShape sh = mxShape(y, spec);
+  const std::array<float, 256> table = codeTable(a.format, l);
+  const int m = a.format.stored_mbits();
+  const int64_t rows = sh.outer * sh.blocks_per_row;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, std::min(a.block, sh.len) * sh.inner));
+  const uint8_t* sp = sc.const_data_ptr<uint8_t>();
+  auto run = [&](auto* out) {
+    using Out = std::remove_pointer_t<decltype(out)>;
+    if (per_elem.element_size() == 1) {
+      const uint8_t* cp = per_elem.const_data_ptr<uint8_t>();
+      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
+        dequantizeRows<Out, uint8_t>(cp, sp, out, &table, m, sh, a.block, b, e);
+      });
+    } else {
+      const int16_t* cp = per_elem.const_data_ptr<int16_t>();
+      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
+        dequantizeRows<Out, int16_t>(cp, sp, out, &table, m, sh, a.block, b, e);
+      });
+    }
+  };
+  if (output_dtype == at::kFloat) {
+    run(y.data_ptr<float>());
+  } else if (output_dtype == at::kBFloat16) {
+    run(y.data_ptr<c10::BFloat16>());
+  } else {
+    run(y.data_ptr<c10::Half>());
+  }
+  return y;
+}
+
 }  // namespace
 }  // namespace pt2q::mx
 
 TORCH_LIBRARY_IMPL(pt2q, CPU, m) {
+  m.impl("mx_dequantize", &pt2q::mx::mxDequantizeCpu);
   m.impl("mx_fake_quantize", &pt2q::mx::mxFakeQuantizeCpu);
   m.impl("mx_quantize", &pt2q::mx::mxQuantizeCpu);
 }

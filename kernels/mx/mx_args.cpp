@@ -61,6 +61,53 @@ CodeLayout codeLayout(const ElemFormat& f) {
   TORCH_INTERNAL_ASSERT(false, "no code layout for ", f.name);
 }
 
+MxDequantArgs prepareMxDequantize(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
+                                  int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
+                                  at::ScalarType output_dtype) {
+  const char* op = "mx_dequantize";
+  MxDequantArgs a;
+  TORCH_CHECK_VALUE(parseElemFormat(std::string(elem_format), &a.format), op, ": unknown elem_format \"",
+                    elem_format, "\"; expected one of ", elemFormatNames());
+  TORCH_CHECK_TYPE(output_dtype == at::kFloat || output_dtype == at::kBFloat16 || output_dtype == at::kHalf, op,
+                   ": output_dtype must be float32, bfloat16 or float16, got ", output_dtype);
+  TORCH_CHECK_TYPE(scales.scalar_type() == at::kByte, op, ": scales must be uint8 (E8M0), got ", scales.scalar_type());
+  TORCH_CHECK_VALUE(codes.dim() >= 1 && codes.dim() == scales.dim(), op, ": codes (", codes.dim(), "-d) and scales (",
+                    scales.dim(), "-d) must have the same number of dimensions");
+  a.layout = codeLayout(a.format);
+  const ElemFormat& f = a.format;
+  a.sizes.assign(codes.sizes().begin(), codes.sizes().end());
+  if (a.layout.packed()) {
+    TORCH_CHECK_TYPE(codes.scalar_type() == at::kByte, op, ": ", f.name, " codes are packed uint8, got ",
+                     codes.scalar_type());
+    const int64_t full = codes.size(-1) / a.layout.group_bytes * a.layout.per_group;
+    const int64_t len = last_dim.value_or(full);
+    TORCH_CHECK_VALUE(codes.size(-1) % a.layout.group_bytes == 0 && len > full - a.layout.per_group && len <= full,
+                      op, ": last_dim ", len, " does not fit ", codes.size(-1), " packed bytes");
+    a.sizes.back() = len;
+  } else if (a.layout.dtype == at::kFloat8_e4m3fn || a.layout.dtype == at::kFloat8_e5m2) {
+    TORCH_CHECK_TYPE(codes.scalar_type() == a.layout.dtype || codes.scalar_type() == at::kByte, op, ": ", f.name,
+                     " codes must be ", a.layout.dtype, " or uint8, got ", codes.scalar_type());
+  } else {
+    TORCH_CHECK_TYPE(codes.scalar_type() == a.layout.dtype, op, ": ", f.name, " codes must be ", a.layout.dtype,
+                     ", got ", codes.scalar_type());
+  }
+  const int64_t dim = codes.dim();
+  TORCH_CHECK_VALUE(axis >= -dim && axis < dim, op, ": axis ", axis, " is out of range for ", dim, "-d codes");
+  a.axis = axis < 0 ? axis + dim : axis;
+  const int64_t len = a.sizes[a.axis];
+  TORCH_CHECK_VALUE(block_size >= 0, op, ": block_size must be positive or 0, got ", block_size);
+  a.block = block_size == 0 ? std::max<int64_t>(len, 1) : block_size;
+  const int64_t nb = (len + a.block - 1) / a.block;
+  for (int64_t d = 0; d < dim; ++d) {
+    const int64_t want = d == a.axis ? nb : a.sizes[d];
+    TORCH_CHECK_VALUE(scales.size(d) == want, op, ": scales has ", scales.size(d), " entries along dimension ", d,
+                      " but ", d == a.axis ? std::to_string(len) + " elements in blocks of " + std::to_string(a.block) +
+                                                 " need " + std::to_string(nb)
+                                           : std::string("the codes have ") + std::to_string(want));
+  }
+  return a;
+}
+
 std::vector<int64_t> codesShape(at::IntArrayRef sizes, const CodeLayout& l) {
   std::vector<int64_t> s(sizes.begin(), sizes.end());
   if (l.packed()) s.back() = (s.back() + l.per_group - 1) / l.per_group * l.group_bytes;

@@ -48,6 +48,21 @@ struct CodeLayout {
 };
 CodeLayout codeLayout(const ElemFormat& f);
 
+/// Validated arguments of mx_dequantize: the format, its code layout, the axis and block size
+/// and the logical (unpacked) shape of the result.
+struct MxDequantArgs {
+  ElemFormat format;
+  CodeLayout layout;
+  int64_t axis = 0;
+  int64_t block = 1;
+  std::vector<int64_t> sizes;
+};
+/// Throws naming the argument: unknown format, codes of the wrong dtype, scales that are not
+/// uint8 or do not match the blocks, a last_dim the packed bytes cannot hold, bad axis.
+MxDequantArgs prepareMxDequantize(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
+                                  int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
+                                  at::ScalarType output_dtype);
+
 /// Shapes of mx_quantize's outputs for an input of `sizes`.
 std::vector<int64_t> codesShape(at::IntArrayRef sizes, const CodeLayout& l);
 std::vector<int64_t> scalesShape(at::IntArrayRef sizes, const MxSpec& spec);

@@ -120,49 +120,21 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeRef(const at::Tensor& x, c10::strin
 }
 
 at::Tensor mxDequantizeRef(const at::Tensor& codes, const at::Tensor& scales, c10::string_view elem_format,
-                        int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
-                        at::ScalarType output_dtype) {
-  const char* op = "mx_dequantize";
-  ElemFormat f;
-  TORCH_CHECK_VALUE(parseElemFormat(std::string(elem_format), &f), op, ": unknown elem_format \"", elem_format,
-                    "\"; expected one of ", elemFormatNames());
-  TORCH_CHECK_TYPE(output_dtype == at::kFloat || output_dtype == at::kBFloat16 || output_dtype == at::kHalf, op,
-                   ": output_dtype must be float32, bfloat16 or float16, got ", output_dtype);
-  TORCH_CHECK_TYPE(scales.scalar_type() == at::kByte, op, ": scales must be uint8 (E8M0), got ", scales.scalar_type());
-  TORCH_CHECK_VALUE(codes.dim() >= 1 && codes.dim() == scales.dim(), op, ": codes (", codes.dim(), "-d) and scales (",
-                    scales.dim(), "-d) must have the same number of dimensions");
-  const CodeLayout layout = codeLayout(f);
+                           int64_t block_size, int64_t axis, std::optional<int64_t> last_dim,
+                           at::ScalarType output_dtype) {
+  const MxDequantArgs a = prepareMxDequantize(codes, scales, elem_format, block_size, axis, last_dim, output_dtype);
+  const ElemFormat& f = a.format;
   at::Tensor c;
-  if (layout.packed()) {
-    TORCH_CHECK_TYPE(codes.scalar_type() == at::kByte, op, ": ", f.name, " codes are packed uint8, got ",
-                     codes.scalar_type());
-    const int64_t full = codes.size(-1) / layout.group_bytes * layout.per_group;
-    const int64_t len = last_dim.value_or(full);
-    TORCH_CHECK_VALUE(len > full - layout.per_group && len <= full, op, ": last_dim ", len, " does not fit ",
-                      codes.size(-1), " packed bytes");
-    c = unpackLast(codes, layout, len);
-    if (f.is_int()) c = at::where(c >= (int64_t(1) << (layout.bits - 1)), c - (int64_t(1) << layout.bits), c);
-  } else if (layout.dtype == at::kFloat8_e4m3fn || layout.dtype == at::kFloat8_e5m2) {
-    TORCH_CHECK_TYPE(codes.scalar_type() == layout.dtype || codes.scalar_type() == at::kByte, op, ": ", f.name,
-                     " codes must be ", layout.dtype, " or uint8, got ", codes.scalar_type());
+  if (a.layout.packed()) {
+    c = unpackLast(codes, a.layout, a.sizes.back());
+    if (f.is_int()) c = at::where(c >= (int64_t(1) << (a.layout.bits - 1)), c - (int64_t(1) << a.layout.bits), c);
+  } else if (a.layout.dtype == at::kFloat8_e4m3fn || a.layout.dtype == at::kFloat8_e5m2) {
     c = (codes.scalar_type() == at::kByte ? codes : codes.view(at::kByte)).to(at::kInt);
   } else {
-    TORCH_CHECK_TYPE(codes.scalar_type() == layout.dtype, op, ": ", f.name, " codes must be ", layout.dtype, ", got ",
-                     codes.scalar_type());
     c = codes.to(at::kInt);
   }
-  const int64_t dim = c.dim();
-  TORCH_CHECK_VALUE(axis >= -dim && axis < dim, op, ": axis ", axis, " is out of range for ", dim, "-d codes");
-  const int64_t ax = axis < 0 ? axis + dim : axis;
-  const int64_t len = c.size(ax);
-  const int64_t block = block_size == 0 ? len : block_size;
-  TORCH_CHECK_VALUE(block > 0, op, ": block_size must be positive or 0, got ", block_size);
-  TORCH_CHECK_VALUE(scales.size(ax) == (len + block - 1) / block, op, ": scales has ", scales.size(ax),
-                    " blocks along axis ", ax, " but ", len, " elements in blocks of ", block, " need ",
-                    (len + block - 1) / block);
-  const at::Tensor scale = expandScales(scaleFromBytes(scales), ax, block, len);
-  const at::Tensor y = decodeElements(c, f) * scale;
-  return y.to(output_dtype);
+  const at::Tensor scale = expandScales(scaleFromBytes(scales), a.axis, a.block, a.sizes[a.axis]);
+  return (decodeElements(c, f) * scale).to(output_dtype);
 }
 
 }  // namespace pt2q::mx

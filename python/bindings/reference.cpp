@@ -60,6 +60,13 @@ void bindReference(py::module_& m) {
         py::arg("x"), py::arg("elem_format"), py::arg("block_size") = 32, py::arg("axis") = -1,
         py::arg("rounding") = "nearest", py::arg("scale_mode") = "floor", py::arg("flush_fp32_subnorms") = false,
         py::arg("seed") = py::none());
+  m.def("mx_dequantize",
+        [](const at::Tensor& codes, const at::Tensor& scales, const std::string& fmt, int64_t block, int64_t axis,
+           std::optional<int64_t> last_dim, at::ScalarType out) {
+          return mx::mxDequantizeRef(codes, scales, fmt, block, axis, last_dim, out);
+        },
+        py::arg("codes"), py::arg("scales"), py::arg("elem_format"), py::arg("block_size") = 32, py::arg("axis") = -1,
+        py::arg("last_dim") = py::none(), py::arg("output_dtype") = at::kFloat);
   m.def("pack_int4", [](const at::Tensor& x, const std::string& order) { return packInt4Ref(x, order); },
         py::arg("input"), py::arg("nibble_order") = "low_first");
   m.def("unpack_int4",

@@ -51,6 +51,13 @@ def test_cpu_kernel_matches_reference_codes(fmt, in_dtype):
                 assert c.dtype == rc.dtype
                 assert torch.equal(c.view(torch.uint8) if c.element_size() == 1 else c,
                                    rc.view(torch.uint8) if rc.element_size() == 1 else rc), (axis, block, rounding)
+                for out in (torch.float32, torch.bfloat16):
+                    d = P.mx_dequantize(c, s, fmt, block, axis, x.shape[-1], out)
+                    rd = pt2q._C.reference.mx_dequantize(c, s, fmt, block, axis, x.shape[-1], out)
+                    view = torch.int32 if out == torch.float32 else torch.int16
+                    nan = torch.isnan(rd)
+                    assert torch.equal(torch.isnan(d), nan)
+                    assert torch.equal(d[~nan].view(view), rd[~nan].view(view)), (fmt, axis, block, out)
 
 
 @pytest.mark.parametrize("fmt,dtype", [("fp8_e4m3", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)])
@@ -139,7 +146,7 @@ def test_opcheck_and_export():
 
 def test_dequantize_errors():
     codes, scales = P.mx_quantize(torch.randn(4, 64), "fp4_e2m1")
-    with pytest.raises(ValueError, match="scales has 2 blocks along axis 1 but 64 elements in blocks of 16 need 4"):
+    with pytest.raises(ValueError, match="scales has 2 entries along dimension 1 but 64 elements in blocks of 16 need 4"):
         P.mx_dequantize(codes, scales, "fp4_e2m1", 16)
     with pytest.raises(TypeError, match="fp4_e2m1 codes are packed uint8"):
         P.mx_dequantize(codes.to(torch.int8), scales, "fp4_e2m1")
