@@ -222,6 +222,20 @@ inline float runMax(const char* x, int64_t n) {
   return nan_seen ? bitsToFloat(0x7FC00000u) : _mm512_reduce_max_ps(vmax);
 }
 
+// Scales of the contiguous blocks r0 .. r0 + nr - 1 (nr <= 16; the axis is innermost).
+template <FloatKind K>
+inline void contiguousScales16(const char* x, const MxCall& c, const ElemParams& p, int64_t r0, int64_t nr,
+                               BlockScales16* bs) {
+  constexpr int64_t es = K == FloatKind::kF32 ? 4 : 2;
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  alignas(64) float amax[16] = {};
+  for (int64_t k = 0; k < nr; ++k) {
+    const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
+    amax[k] = runMax<K>(x + (o * c.len + j * c.block) * es, std::min(c.block, c.len - j * c.block));
+  }
+  blockScales16(_mm512_load_ps(amax), p, c.scale_mode, c.flush_fp32_subnorms, bs);
+}
+
 // Contiguous blocks (the quantized axis is innermost).
 template <FloatKind K, int R, bool Stream>
 void fakeQuantizeContiguousSimd(const void* xv, void* yv, int64_t rb, int64_t re, const MxCall& c) {
@@ -232,20 +246,11 @@ void fakeQuantizeContiguousSimd(const void* xv, void* yv, int64_t rb, int64_t re
   const VecParams vp = vecParams(p);
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   const __m512 vnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
-  alignas(64) float amax[16];
   BlockScales16 bs;
   // 16 blocks at a time: their maxima, then their scales in one vector step, then elements.
   for (int64_t r0 = rb; r0 < re; r0 += 16) {
     const int64_t nr = std::min<int64_t>(16, re - r0);
-    for (int64_t k = 0; k < 16; ++k) {
-      if (k >= nr) {
-        amax[k] = 0.0f;
-        continue;
-      }
-      const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
-      amax[k] = runMax<K>(x + (o * c.len + j * c.block) * es, std::min(c.block, c.len - j * c.block));
-    }
-    blockScales16(_mm512_load_ps(amax), p, c.scale_mode, c.flush_fp32_subnorms, &bs);
+    contiguousScales16<K>(x, c, p, r0, nr, &bs);
     for (int64_t k = 0; k < nr; ++k) {
       const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
       const int64_t begin = o * c.len + j * c.block;
@@ -404,15 +409,7 @@ void quantizeSimd(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t
     BlockScales16 bs;
     for (int64_t r0 = rb; r0 < re; r0 += 16) {
       const int64_t nr = std::min<int64_t>(16, re - r0);
-      for (int64_t k = 0; k < 16; ++k) {
-        if (k >= nr) {
-          amax[k] = 0.0f;
-          continue;
-        }
-        const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
-        amax[k] = runMax<K>(x + (o * c.len + j * c.block) * es, std::min(c.block, c.len - j * c.block));
-      }
-      blockScales16(_mm512_load_ps(amax), p, c.scale_mode, c.flush_fp32_subnorms, &bs);
+      contiguousScales16<K>(x, c, p, r0, nr, &bs);
       for (int64_t k = 0; k < nr; ++k) {
         const int64_t r = r0 + k, o = r / nblocks, j = r % nblocks;
         const int64_t begin = o * c.len + j * c.block;
