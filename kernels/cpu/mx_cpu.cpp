@@ -115,13 +115,19 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
   const CodeLayout layout = codeLayout(spec.format);
   const at::Tensor xc = x.contiguous();
   const bool wide = layout.bits > 8;
-  at::Tensor codes = at::empty(xc.sizes(), xc.options().dtype(wide ? at::kShort : at::kByte));
+  // The AVX-512 kernel packs 4-bit codes itself when no pair straddles a block or a row.
+  const bool axis_last = spec.axis == xc.dim() - 1;
+  const bool pack_in_kernel = layout.packed() && layout.per_group == 2 && axis_last && spec.block % 2 == 0 &&
+                              xc.size(-1) % 2 == 0 && std::string(cpu::mxKernels().name) == "avx512";
+  at::Tensor codes = pack_in_kernel ? at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte))
+                                    : at::empty(xc.sizes(), xc.options().dtype(wide ? at::kShort : at::kByte));
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
   if (xc.numel() > 0) {
     const MxShape shape = mxShape(xc, spec);
     cpu::MxCall c = makeMxCall(spec, shape, codes.numel() * codes.element_size());
     c.code_bits = layout.bits;
     c.ebits = spec.format.ebits;
+    c.pack_nibbles = pack_in_kernel;
     const auto fn = cpu::mxKernels().quantize[floatKind(xc.scalar_type())];
     const int64_t rows = shape.outer * shape.blocks_per_row;
     const int64_t grain = blockRowGrain(spec, shape);
@@ -130,6 +136,7 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
     uint8_t* sp = scales.data_ptr<uint8_t>();
     at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fn(xp, cp, sp, b, e, c); });
   }
+  if (pack_in_kernel) return {codes, scales};
   if (layout.packed()) {
     at::Tensor packed = at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte));
     const int64_t len = xc.size(-1);

@@ -30,6 +30,9 @@ struct MxCall {
   // mx_quantize: element code width and exponent bits (codes are 1 byte up to 8 bits, else 2)
   int32_t code_bits = 8;
   int32_t ebits = 0;
+  // 4-bit codes written packed two per byte (low nibble first) straight from the kernel, when
+  // the axis is innermost and blocks and rows have even lengths; otherwise the caller packs.
+  bool pack_nibbles = false;
 };
 
 /// Fake-quantizes the blocks of rows [block_row_begin, block_row_end) of a contiguous tensor,

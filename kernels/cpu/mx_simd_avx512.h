@@ -382,6 +382,15 @@ inline __m512i encodeElements16(__m512 q, const CodeParams& c) {
   return _mm512_maskz_mov_epi32(nonzero, _mm512_and_si512(code, c.code_mask));
 }
 
+// 16 four-bit codes (one per int32 lane) to 8 bytes, element 2i in the low nibble of byte i;
+// `n` (even, <= 16) codes are stored.
+inline void storeNibbles(uint8_t* p, int64_t n, __m512i codes) {
+  // As 8 int64 lanes (even code low, odd code high): low | (high << 4) is v | (v >> 28).
+  const __m512i pairs = _mm512_or_si512(codes, _mm512_srli_epi64(codes, 28));
+  const __m128i bytes = _mm512_cvtepi64_epi8(pairs);
+  _mm_mask_storeu_epi8(p, static_cast<__mmask16>((1u << (n / 2)) - 1u), bytes);
+}
+
 template <typename CodeT>
 inline void storeCodesMasked(CodeT* p, __mmask16 k, __m512i codes) {
   if constexpr (sizeof(CodeT) == 1) {
@@ -426,7 +435,11 @@ void quantizeSimd(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t
             const __m512 v = _mm512_mul_ps(loadMasked<K>(x + (begin + i) * es, km), vinv);
             code = encodeElements16(quantizeElements16<R>(v, vp, rnd), cp);
           }
-          storeCodesMasked<CodeT>(codes + begin + i, km, code);
+          if (c.pack_nibbles) {
+            storeNibbles(reinterpret_cast<uint8_t*>(codes) + (begin + i) / 2, std::min<int64_t>(16, n - i), code);
+          } else {
+            storeCodesMasked<CodeT>(codes + begin + i, km, code);
+          }
         }
       }
     }
