@@ -12,7 +12,6 @@ int8->bf16 3; fake-quantize fp32 8, bf16 4 (qparams are negligible).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -23,7 +22,7 @@ import torch.ao.quantization.fx._decomposed  # noqa: F401
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
-from registry import Case, format_table, measure_bandwidth, rebase, run  # noqa: E402
+from registry import Case, measure_bandwidth, report, run  # noqa: E402
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
@@ -140,15 +139,7 @@ def main():
     rows = []
     for shape, label in shapes:
         rows += run(cases_for(shape, label, args.quick), bw)
-    bw_after, probes_after = measure_bandwidth()
-    print("# bandwidth again after the cases (the VM is shared; a large change means noisy figures): "
-          + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes_after.items()))
-    bw = max(bw, bw_after)
-    print(f"# % BW is against the best probe of the run: {bw / 1e9:.1f} GB/s")
-    print(format_table(rebase(rows, bw)))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"bandwidth_GBps": bw / 1e9, "rows": rows}, f, indent=1)
+    report(rows, bw, args.json)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ block 32, along the last and the first axis. Bytes moved = read + write of the t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -20,7 +19,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
 from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
-from registry import Case, format_table, measure_bandwidth, rebase, run  # noqa: E402
+from registry import Case, measure_bandwidth, report, run  # noqa: E402
 
 P = torch.ops.pt2q
 REF = pt2q._C.reference
@@ -58,14 +57,7 @@ def main():
     print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
           + f"; using {bw / 1e9:.1f} GB/s")
     rows = run(cases(), bw)
-    bw_after, after = measure_bandwidth()
-    print("# bandwidth again after the cases: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in after.items()))
-    bw = max(bw, bw_after)
-    print(f"# % BW is against the best probe of the run: {bw / 1e9:.1f} GB/s (the VM is shared)")
-    print(format_table(rebase(rows, bw)))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"bandwidth_GBps": bw / 1e9, "rows": rows}, f, indent=1)
+    report(rows, bw, args.json)
 
 
 if __name__ == "__main__":

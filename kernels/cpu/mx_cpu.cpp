@@ -109,16 +109,14 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
                                                  int64_t block_size, int64_t axis, c10::string_view rounding,
                                                  c10::string_view scale_mode, bool flush_fp32_subnorms,
                                                  std::optional<int64_t> seed) {
-  const MxSpec spec =
-      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_quantize");
-  TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
+  const MxSpec spec = prepareMxQuantize(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed);
   const CodeLayout layout = codeLayout(spec.format);
   const at::Tensor xc = x.contiguous();
   const bool wide = layout.bits > 8;
   // The AVX-512 kernel packs 4-bit codes itself when no pair straddles a block or a row.
   const bool axis_last = spec.axis == xc.dim() - 1;
   const bool pack_in_kernel = layout.packed() && layout.per_group == 2 && axis_last && spec.block % 2 == 0 &&
-                              xc.size(-1) % 2 == 0 && std::string(cpu::mxKernels().name) == "avx512";
+                              xc.size(-1) % 2 == 0 && cpu::mxKernels().packs_nibbles;
   at::Tensor codes = pack_in_kernel ? at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte))
                                     : at::empty(xc.sizes(), xc.options().dtype(wide ? at::kShort : at::kByte));
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));

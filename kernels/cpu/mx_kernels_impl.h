@@ -55,6 +55,26 @@ struct IO<FloatKind::kF16> {
 
 constexpr int64_t kColumns = 256;  // columns processed together when blocks are strided
 
+// NaN-propagating |x| maxima of columns [w0, w0 + nw) over rows [l0, l1) of outer index o
+// (NaN wins, as microxcaling's (x > m) || isnan(x)).
+template <FloatKind K>
+void columnMaxima(const typename IO<K>::T* x, const MxCall& c, int64_t o, int64_t l0, int64_t l1, int64_t w0,
+                  int64_t nw, float* amax) {
+  uint8_t nan_seen[kColumns] = {};
+  for (int64_t w = 0; w < nw; ++w) amax[w] = 0.0f;
+  for (int64_t l = l0; l < l1; ++l) {
+    const typename IO<K>::T* row = x + (o * c.len + l) * c.inner + w0;
+    for (int64_t w = 0; w < nw; ++w) {
+      const float a = std::fabs(IO<K>::load(row[w]));
+      nan_seen[w] |= (a != a);
+      amax[w] = a > amax[w] ? a : amax[w];
+    }
+  }
+  for (int64_t w = 0; w < nw; ++w) {
+    if (nan_seen[w]) amax[w] = bitsToFloat(0x7FC00000u);
+  }
+}
+
 template <FloatKind K, int R>
 void fakeQuantizeBlockRows(const void* xv, void* yv, int64_t rb, int64_t re, const MxCall& c) {
   using T = typename IO<K>::T;
@@ -70,19 +90,9 @@ void fakeQuantizeBlockRows(const void* xv, void* yv, int64_t rb, int64_t re, con
     const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
     for (int64_t w0 = 0; w0 < c.inner; w0 += kColumns) {
       const int64_t nw = std::min(kColumns, c.inner - w0);
-      // Block maxima: NaN wins, as microxcaling's (x > m) || isnan(x).
-      for (int64_t w = 0; w < nw; ++w) amax[w] = 0.0f;
-      uint8_t nan_seen[kColumns] = {};
-      for (int64_t l = l0; l < l1; ++l) {
-        const T* row = x + (o * c.len + l) * c.inner + w0;
-        for (int64_t w = 0; w < nw; ++w) {
-          const float a = std::fabs(IO<K>::load(row[w]));
-          nan_seen[w] |= (a != a);
-          amax[w] = a > amax[w] ? a : amax[w];
-        }
-      }
+      columnMaxima<K>(x, c, o, l0, l1, w0, nw, amax);
       for (int64_t w = 0; w < nw; ++w) {
-        const float m = nan_seen[w] ? nan : amax[w];
+        const float m = amax[w];
         const uint32_t s = sharedScaleBits(m, p, c.scale_mode);
         scale[w] = scaleValue(s);
         kill[w] = s == 255u ? 1 : ((c.flush_fp32_subnorms && ((floatToBits(m) >> 23) & 0xFFu) == 0u) ? 2 : 0);
@@ -181,18 +191,9 @@ void quantizeRowsTo(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64
     const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
     for (int64_t w0 = 0; w0 < c.inner; w0 += kColumns) {
       const int64_t nw = std::min(kColumns, c.inner - w0);
-      uint8_t nan_seen[kColumns] = {};
-      for (int64_t w = 0; w < nw; ++w) amax[w] = 0.0f;
-      for (int64_t l = l0; l < l1; ++l) {
-        const T* row = x + (o * c.len + l) * c.inner + w0;
-        for (int64_t w = 0; w < nw; ++w) {
-          const float a = std::fabs(IO<K>::load(row[w]));
-          nan_seen[w] |= (a != a);
-          amax[w] = a > amax[w] ? a : amax[w];
-        }
-      }
+      columnMaxima<K>(x, c, o, l0, l1, w0, nw, amax);
       for (int64_t w = 0; w < nw; ++w) {
-        const float m = nan_seen[w] ? bitsToFloat(0x7FC00000u) : amax[w];
+        const float m = amax[w];
         uint32_t s = sharedScaleBits(m, p, c.scale_mode);
         const bool flush = c.flush_fp32_subnorms && ((floatToBits(m) >> 23) & 0xFFu) == 0u;
         s_byte[w] = static_cast<uint8_t>(s);
@@ -243,6 +244,9 @@ void quantizeRows(const void* x, void* codes, uint8_t* scales, int64_t rb, int64
 inline MxKernels makeMxTable(const char* name) {
   MxKernels t{};
   t.name = name;
+#if defined(PT2Q_VEC_AVX512)
+  t.packs_nibbles = true;
+#endif
   t.fake_quantize[0] = &fakeQuantize<FloatKind::kF32>;
   t.fake_quantize[1] = &fakeQuantize<FloatKind::kBF16>;
   t.fake_quantize[2] = &fakeQuantize<FloatKind::kF16>;

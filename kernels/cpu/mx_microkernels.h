@@ -50,6 +50,8 @@ struct MxKernels {
   const char* name;
   MxFakeQuantizeFn fake_quantize[kNumFloatKinds];
   MxQuantizeFn quantize[kNumFloatKinds];
+  /// quantize honours MxCall::pack_nibbles (writes 4-bit codes two per byte itself).
+  bool packs_nibbles = false;
 };
 
 const MxKernels& mxKernels();

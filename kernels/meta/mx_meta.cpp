@@ -19,9 +19,8 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeMeta(const at::Tensor& x, c10::stri
                                                   int64_t block_size, int64_t axis, c10::string_view rounding,
                                                   c10::string_view scale_mode, bool flush_fp32_subnorms,
                                                   std::optional<int64_t> seed) {
-  const MxSpec spec = prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms,
-                                seed.value_or(0), "mx_quantize");
-  TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
+  const MxSpec spec = prepareMxQuantize(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms,
+                                        seed.value_or(0));
   const CodeLayout layout = codeLayout(spec.format);
   return {at::empty(codesShape(x.sizes(), layout), x.options().dtype(layout.dtype)),
           at::empty(scalesShape(x.sizes(), spec), x.options().dtype(at::kByte))};

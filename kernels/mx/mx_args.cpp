@@ -41,6 +41,15 @@ MxSpec prepareMx(const at::Tensor& x, c10::string_view elem_format, int64_t bloc
   return s;
 }
 
+MxSpec prepareMxQuantize(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
+                         c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
+                         std::optional<int64_t> seed) {
+  const MxSpec spec =
+      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_quantize");
+  TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
+  return spec;
+}
+
 MxShape mxShape(const at::Tensor& x, const MxSpec& spec) {
   MxShape m;
   if (x.dim() == 0) return m;

@@ -27,6 +27,11 @@ MxSpec prepareMx(const at::Tensor& x, c10::string_view elem_format, int64_t bloc
                  c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
                  std::optional<int64_t> seed, const char* op);
 
+/// prepareMx for mx_quantize, which also needs at least one dimension (codes pack along the last).
+MxSpec prepareMxQuantize(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
+                         c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
+                         std::optional<int64_t> seed);
+
 /// [outer, len, inner] of the contiguous input around the quantized axis.
 struct MxShape {
   int64_t outer = 1;

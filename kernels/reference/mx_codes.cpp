@@ -96,9 +96,7 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeRef(const at::Tensor& x, c10::strin
                                                  int64_t block_size, int64_t axis, c10::string_view rounding,
                                                  c10::string_view scale_mode, bool flush_fp32_subnorms,
                                                  std::optional<int64_t> seed) {
-  const MxSpec spec =
-      prepareMx(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed, "mx_quantize");
-  TORCH_CHECK_VALUE(x.dim() >= 1, "mx_quantize: x must have at least one dimension");
+  const MxSpec spec = prepareMxQuantize(x, elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms, seed);
   const CodeLayout layout = codeLayout(spec.format);
   if (x.numel() == 0) {
     return {at::empty(codesShape(x.sizes(), layout), x.options().dtype(layout.dtype)),
