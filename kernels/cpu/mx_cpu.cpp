@@ -113,10 +113,11 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
   const CodeLayout layout = codeLayout(spec.format);
   const at::Tensor xc = x.contiguous();
   const bool wide = layout.bits > 8;
-  // The AVX-512 kernel packs 4-bit codes itself when no pair straddles a block or a row.
+  // The AVX-512 kernel packs 4-bit codes itself when no pair straddles a row or, along the last
+  // axis, a block (strided blocks are packed across neighbouring columns, which never straddle).
   const bool axis_last = spec.axis == xc.dim() - 1;
-  const bool pack_in_kernel = layout.packed() && layout.per_group == 2 && axis_last && spec.block % 2 == 0 &&
-                              xc.size(-1) % 2 == 0 && cpu::mxKernels().packs_nibbles;
+  const bool pack_in_kernel = layout.packed() && layout.per_group == 2 && xc.size(-1) % 2 == 0 &&
+                              (!axis_last || spec.block % 2 == 0) && cpu::mxKernels().packs_nibbles;
   at::Tensor codes = pack_in_kernel ? at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte))
                                     : at::empty(xc.sizes(), xc.options().dtype(wide ? at::kShort : at::kByte));
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));

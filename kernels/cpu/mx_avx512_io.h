@@ -1,0 +1,264 @@
+// Memory side of the AVX-512 MX kernels: 32-element chunks in and out, code stores and the
+// NaN-propagating block maxima. Included by mx_simd_avx512.h inside the avx512 namespace.
+//
+// A chunk is 32 consecutive elements held as two fp32 vectors (a, b). fp32 and fp16 keep the
+// element order (a = elements 0..15, b = 16..31). bf16 is widened with unpacklo/unpackhi_epi16,
+// one instruction per vector, which interleaves each 128-bit lane (a = elements 0-3, 8-11,
+// 16-19, 24-27; b = the other four of each eight), and narrowed with packus_epi32, which undoes
+// exactly that. Element arithmetic does not care about the order; per-column data of strided
+// blocks (scales, random bits) follows it through chunkElement.
+
+constexpr int64_t kChunk = 32;
+
+/// The element (0..31) of a chunk held in lane `lane` (0..15 of a, 16..31 of b).
+template <FloatKind K>
+constexpr int chunkElement(int lane) {
+  if constexpr (K != FloatKind::kBF16) {
+    return lane;
+  } else {
+    return ((lane % 16) / 4) * 8 + (lane / 16) * 4 + lane % 4;
+  }
+}
+
+inline __mmask32 chunkMask(int64_t n) {
+  return n >= 32 ? static_cast<__mmask32>(0xFFFFFFFFu) : static_cast<__mmask32>((1u << n) - 1u);
+}
+
+template <FloatKind K>
+constexpr int64_t elemBytes() {
+  return K == FloatKind::kF32 ? 4 : 2;
+}
+
+/// 32 bf16 or fp16 values widened to fp32 in chunk lane order.
+template <FloatKind K>
+inline void widenChunk(__m512i h, __m512& a, __m512& b) {
+  if constexpr (K == FloatKind::kBF16) {
+    a = _mm512_castsi512_ps(_mm512_unpacklo_epi16(_mm512_setzero_si512(), h));
+    b = _mm512_castsi512_ps(_mm512_unpackhi_epi16(_mm512_setzero_si512(), h));
+  } else {
+    a = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+    b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+  }
+}
+
+/// Loads the chunk at p (lanes outside k read as +0).
+template <FloatKind K>
+inline void loadChunk(const char* p, __mmask32 k, __m512& a, __m512& b) {
+  if constexpr (K == FloatKind::kF32) {
+    if (k == 0xFFFFFFFFu) {
+      a = _mm512_loadu_ps(p);
+      b = _mm512_loadu_ps(p + 64);
+    } else {
+      a = _mm512_maskz_loadu_ps(static_cast<__mmask16>(k), p);
+      b = _mm512_maskz_loadu_ps(static_cast<__mmask16>(k >> 16), p + 64);
+    }
+  } else {
+    widenChunk<K>(k == 0xFFFFFFFFu ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(k, p), a, b);
+  }
+}
+
+/// bf16 bits (round to nearest even) in the low half of each 32-bit lane. The kernels only
+/// ever produce the canonical NaN 0x7FC00000, which this maps to 0x7FC0 like c10::BFloat16.
+inline __m512i roundToBF16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  return _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+}
+
+/// Stores a chunk (lanes in k); streaming when asked, which needs p aligned to 64 bytes and a
+/// full chunk.
+template <FloatKind K, bool Stream>
+inline void storeChunk(char* p, __mmask32 k, __m512 a, __m512 b) {
+  if constexpr (K == FloatKind::kF32) {
+    if (k != 0xFFFFFFFFu) {
+      _mm512_mask_storeu_ps(p, static_cast<__mmask16>(k), a);
+      _mm512_mask_storeu_ps(p + 64, static_cast<__mmask16>(k >> 16), b);
+    } else if constexpr (Stream) {
+      _mm512_stream_ps(reinterpret_cast<float*>(p), a);
+      _mm512_stream_ps(reinterpret_cast<float*>(p + 64), b);
+    } else {
+      _mm512_storeu_ps(p, a);
+      _mm512_storeu_ps(p + 64, b);
+    }
+  } else {
+    __m512i h;
+    if constexpr (K == FloatKind::kBF16) {
+      h = _mm512_packus_epi32(roundToBF16(a), roundToBF16(b));
+    } else {
+      h = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)),
+                             _mm512_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT), 1);
+    }
+    if (k != 0xFFFFFFFFu) {
+      _mm512_mask_storeu_epi16(p, k, h);
+    } else if constexpr (Stream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), h);
+    } else {
+      _mm512_storeu_si512(p, h);
+    }
+  }
+}
+
+/// One value in every lane of a chunk, e.g. the NaN of a poisoned block.
+template <FloatKind K>
+inline void fillChunk(char* p, __mmask32 k, float v) {
+  const __m512 f = _mm512_set1_ps(v);
+  storeChunk<K, false>(p, k, f, f);
+}
+
+/// The codes of a chunk (int32 lanes, already masked to their width) as 32 16-bit words in
+/// element order.
+template <FloatKind K>
+inline __m512i chunkWords(__m512i ca, __m512i cb) {
+  if constexpr (K == FloatKind::kBF16) {
+    return _mm512_packus_epi32(ca, cb);
+  } else {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(ca)), _mm512_cvtepi32_epi16(cb), 1);
+  }
+}
+
+/// Stores the first n (<= 32) codes of a chunk: one byte each, two bytes each (CodeT =
+/// uint16_t), or two per byte (nibbles, element 2i in the low half of byte i; n even). Full
+/// chunks at aligned addresses are streamed when `stream` is set.
+template <typename CodeT>
+inline void storeCodeWords(void* p, int64_t n, __m512i words, bool nibbles, bool stream) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  if (nibbles) {
+    // As 32-bit lanes (even code low, odd code at bit 16): low | (high << 4) is v | (v >> 12).
+    const __m128i bytes = _mm512_cvtepi32_epi8(_mm512_or_si512(words, _mm512_srli_epi32(words, 12)));
+    if (n == 32 && stream && at % 16 == 0) {
+      _mm_stream_si128(static_cast<__m128i*>(p), bytes);
+    } else {
+      _mm_mask_storeu_epi8(p, static_cast<__mmask16>((1u << (n / 2)) - 1u), bytes);
+    }
+  } else if constexpr (sizeof(CodeT) == 1) {
+    const __m256i bytes = _mm512_cvtepi16_epi8(words);
+    if (n == 32 && stream && at % 32 == 0) {
+      _mm256_stream_si256(static_cast<__m256i*>(p), bytes);
+    } else if (n == 32) {
+      _mm256_storeu_si256(static_cast<__m256i*>(p), bytes);
+    } else {
+      _mm256_mask_storeu_epi8(p, chunkMask(n), bytes);
+    }
+  } else {
+    if (n == 32 && stream && at % 64 == 0) {
+      _mm512_stream_si512(static_cast<__m512i*>(p), words);
+    } else {
+      _mm512_mask_storeu_epi16(p, chunkMask(n), words);
+    }
+  }
+}
+
+// ---- block maxima -----------------------------------------------------------------------------
+// |x| compared as integers: +Inf (exponent all ones, mantissa 0) is above every finite value and
+// every NaN above +Inf, so an integer max is the NaN-propagating max of microxcaling's
+// (x > m) || isnan(x), and a block holding NaN or Inf keeps exponent 255 (the NaN scale).
+
+/// The raw |x| bits of a chunk folded to 16 lanes: fp32 bits, or 16-bit bits (bf16/fp16) in the
+/// low half of each lane.
+template <FloatKind K>
+inline __m512i chunkAbsBits16(const char* p, __mmask32 k) {
+  if constexpr (K == FloatKind::kF32) {
+    __m512 a, b;
+    loadChunk<K>(p, k, a, b);
+    const __m512i m = _mm512_set1_epi32(0x7FFFFFFF);
+    return _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(a), m), _mm512_and_si512(_mm512_castps_si512(b), m));
+  } else {
+    const __m512i h = _mm512_and_si512(k == 0xFFFFFFFFu ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(k, p),
+                                       _mm512_set1_epi16(0x7FFF));
+    return _mm512_max_epu32(_mm512_and_si512(h, _mm512_set1_epi32(0xFFFF)), _mm512_srli_epi32(h, 16));
+  }
+}
+
+/// fp32 values of 16 lanes of folded |x| bits.
+template <FloatKind K>
+inline __m512 absBitsToFloat(__m512i v) {
+  if constexpr (K == FloatKind::kF32) {
+    return _mm512_castsi512_ps(v);
+  } else if constexpr (K == FloatKind::kBF16) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  } else {
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+  }
+}
+
+/// Lane i of the result is the max over the 16 lanes of v[i]: a transposing reduction, 45
+/// instructions for 16 vectors instead of 16 horizontal reductions.
+inline __m512i transposeMax16(const __m512i* v) {
+  __m512i t[8], u[4], w[2];
+  for (int i = 0; i < 8; ++i) {
+    t[i] = _mm512_max_epu32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[i] = _mm512_max_epu32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  }
+  for (int i = 0; i < 2; ++i) {
+    w[i] = _mm512_max_epu32(_mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0x88),
+                            _mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0xDD));
+  }
+  return _mm512_max_epu32(_mm512_shuffle_i32x4(w[0], w[1], 0x88), _mm512_shuffle_i32x4(w[0], w[1], 0xDD));
+}
+
+/// Element offset and length of the contiguous blocks r0 .. r0 + nr - 1 (nr <= 16): one
+/// division per group, not two per block (a 64-bit division costs as much as a block's elements).
+struct BlockRuns16 {
+  int64_t nr;
+  int64_t begin[16];
+  int64_t n[16];
+};
+
+inline void blockRuns16(const MxCall& c, int64_t r0, int64_t nr, BlockRuns16* out) {
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  int64_t o = r0 / nblocks, j = r0 % nblocks;
+  out->nr = nr;
+  for (int64_t k = 0; k < nr; ++k) {
+    out->begin[k] = o * c.len + j * c.block;
+    out->n[k] = std::min(c.block, c.len - j * c.block);
+    if (++j == nblocks) {
+      j = 0;
+      ++o;
+    }
+  }
+}
+
+/// NaN-propagating max |x| of the blocks of `runs`, lane k for block k (0 past runs.nr).
+template <FloatKind K>
+inline __m512 contiguousMaxima16(const char* x, const BlockRuns16& runs) {
+  constexpr int64_t es = elemBytes<K>();
+  __m512i v[16];
+  for (int64_t k = 0; k < 16; ++k) {
+    v[k] = _mm512_setzero_si512();
+    if (k >= runs.nr) continue;
+    const char* p = x + runs.begin[k] * es;
+    const int64_t n = runs.n[k];
+    for (int64_t i = 0; i < n; i += kChunk) v[k] = _mm512_max_epu32(v[k], chunkAbsBits16<K>(p + i * es, chunkMask(n - i)));
+  }
+  return absBitsToFloat<K>(transposeMax16(v));
+}
+
+/// NaN-propagating max |x| of 32 columns [w, w + 32) (lanes of chunk order, masked by k) over
+/// rows [l0, l1) of outer index o; a and b receive the chunk's two halves.
+template <FloatKind K>
+inline void columnMaxima32(const char* x, const MxCall& c, int64_t o, int64_t l0, int64_t l1, int64_t w, __mmask32 k,
+                           __m512& a, __m512& b) {
+  constexpr int64_t es = elemBytes<K>();
+  if constexpr (K == FloatKind::kF32) {
+    __m512i ma = _mm512_setzero_si512(), mb = _mm512_setzero_si512();
+    const __m512i m = _mm512_set1_epi32(0x7FFFFFFF);
+    for (int64_t l = l0; l < l1; ++l) {
+      __m512 ra, rb;
+      loadChunk<K>(x + ((o * c.len + l) * c.inner + w) * es, k, ra, rb);
+      ma = _mm512_max_epu32(ma, _mm512_and_si512(_mm512_castps_si512(ra), m));
+      mb = _mm512_max_epu32(mb, _mm512_and_si512(_mm512_castps_si512(rb), m));
+    }
+    a = _mm512_castsi512_ps(ma);
+    b = _mm512_castsi512_ps(mb);
+  } else {
+    __m512i mh = _mm512_setzero_si512();
+    for (int64_t l = l0; l < l1; ++l) {
+      const char* p = x + ((o * c.len + l) * c.inner + w) * es;
+      const __m512i h = k == 0xFFFFFFFFu ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(k, p);
+      mh = _mm512_max_epu16(mh, _mm512_and_si512(h, _mm512_set1_epi16(0x7FFF)));
+    }
+    widenChunk<K>(mh, a, b);  // the same lane order as the elements
+  }
+}
