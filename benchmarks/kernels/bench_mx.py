@@ -56,8 +56,8 @@ def main():
           f"CPU kernels: {pt2q._C.info.cpu_isa()}")
     print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
           + f"; using {bw / 1e9:.1f} GB/s")
-    rows = run(cases(), bw)
-    report(rows, bw, args.json)
+    rows = run(cases(), bw, adjacent_probe=True)
+    report(rows, bw, args.json, adjacent_probe=True)
 
 
 if __name__ == "__main__":

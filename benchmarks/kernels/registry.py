@@ -40,7 +40,7 @@ def time_call(fn, min_time_s=0.25, repeats=5):
     return statistics.median(samples)
 
 
-def measure_bandwidth(nbytes=256 << 20):
+def measure_bandwidth(nbytes=256 << 20, min_time_s=0.5, repeats=7):
     """Memory bandwidth of this machine now, in bytes per second, as the larger of two probes
     over `nbytes` buffers (8x the last-level cache here): a multi-threaded copy counting bytes
     read + written (its stores also read each destination line first, so it understates) and a
@@ -48,28 +48,37 @@ def measure_bandwidth(nbytes=256 << 20):
     src = torch.ones(nbytes // 4, dtype=torch.float32)
     dst = torch.empty_like(src)
     probes = {
-        "copy (read + write)": 2 * nbytes / time_call(lambda: dst.copy_(src), min_time_s=0.5, repeats=7),
-        "sum (read)": nbytes / time_call(lambda: src.sum(), min_time_s=0.5, repeats=7),
+        "copy (read + write)": 2 * nbytes / time_call(lambda: dst.copy_(src), min_time_s=min_time_s, repeats=repeats),
+        "sum (read)": nbytes / time_call(lambda: src.sum(), min_time_s=min_time_s, repeats=repeats),
     }
     return max(probes.values()), probes
 
 
-def run(cases, bandwidth):
+def run(cases, bandwidth, adjacent_probe=False):
+    """Times every case. With adjacent_probe, the bandwidth is measured again right before each
+    group (a shared VM's bandwidth drifts by tens of percent within a run, so the probe next to
+    the timing is the physical limit at that moment) and "% of BW" uses the larger of it and
+    `bandwidth` only when `bandwidth` is None; the row keeps the probe as "probe GB/s"."""
     rows = []
     baselines = {}
+    group_bw = {}
     for c in cases:
+        if adjacent_probe and c.group not in group_bw:
+            group_bw[c.group] = measure_bandwidth(64 << 20, min_time_s=0.1, repeats=3)[0]
         c.result_s = time_call(c.fn)
         if c.baseline:
             baselines[c.group] = c.result_s
     for c in cases:
         gbps = c.bytes_moved / c.result_s / 1e9
         base = baselines.get(c.group)
+        bw = group_bw.get(c.group, bandwidth)
         rows.append({
             "group": c.group,
             "name": c.name,
             "ms": c.result_s * 1e3,
             "GB/s": gbps,
-            "% of BW": 100 * c.bytes_moved / c.result_s / bandwidth,
+            "% of BW": 100 * c.bytes_moved / c.result_s / bw,
+            "probe GB/s": bw / 1e9,
             "speedup": (base / c.result_s) if base else float("nan"),
         })
     return rows
@@ -82,27 +91,43 @@ def rebase(rows, bandwidth):
     return rows
 
 
-def format_table(rows):
-    head = f"| {'case':<58} | {'ms':>8} | {'GB/s':>6} | {'% BW':>5} | {'vs base':>7} |"
-    lines = [head, "|" + "-" * 60 + "|" + "-" * 10 + "|" + "-" * 8 + "|" + "-" * 7 + "|" + "-" * 9 + "|"]
+def format_table(rows, best_bw=None):
+    """Markdown table; with best_bw (bytes per second) a last column gives each row's fraction
+    of that bandwidth too."""
+    extra = best_bw is not None
+    head = f"| {'case':<58} | {'ms':>8} | {'GB/s':>6} | {'% BW':>5} | {'vs base':>7} |" + (" % best |" if extra else "")
+    lines = [head, "|" + "-" * 60 + "|" + "-" * 10 + "|" + "-" * 8 + "|" + "-" * 7 + "|" + "-" * 9 + "|"
+             + ("-" * 8 + "|" if extra else "")]
     group = None
     for r in rows:
         if r["group"] != group:
             group = r["group"]
-            lines.append(f"| **{group}** {'':<{max(0, 55 - len(group))}} |          |        |       |         |")
-        lines.append(f"| {r['name']:<58} | {r['ms']:8.3f} | {r['GB/s']:6.1f} | {r['% of BW']:5.1f} | "
-                     f"{r['speedup']:6.2f}x |")
+            title = f"**{group}**" + (f" (probe {r['probe GB/s']:.1f} GB/s)" if extra else "")
+            lines.append(f"| {title:<58} |          |        |       |         |" + ("        |" if extra else ""))
+        line = (f"| {r['name']:<58} | {r['ms']:8.3f} | {r['GB/s']:6.1f} | {r['% of BW']:5.1f} | "
+                f"{r['speedup']:6.2f}x |")
+        if extra:
+            line += f" {100 * r['GB/s'] * 1e9 / best_bw:6.1f} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
-def report(rows, bw, json_path=None):
-    """Measures the bandwidth again, rebases "% of BW" on the best probe of the run (the VM is
-    shared), prints the table and optionally writes the rows as JSON."""
+def report(rows, bw, json_path=None, adjacent_probe=False):
+    """Measures the bandwidth again and prints the table (optionally writing the rows as JSON).
+    Without adjacent probes "% of BW" is rebased on the best probe of the run (the VM is shared);
+    with them it stays against each group's own probe, and a last column gives the fraction of
+    the best probe of the run as well."""
     bw_after, after = measure_bandwidth()
     print("# bandwidth again after the cases: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in after.items()))
-    bw = max(bw, bw_after)
-    print(f"# % BW is against the best probe of the run: {bw / 1e9:.1f} GB/s")
-    print(format_table(rebase(rows, bw)))
+    best = max([bw, bw_after] + [r.get("probe GB/s", 0) * 1e9 for r in rows])
+    if adjacent_probe:
+        probes = sorted({round(r["probe GB/s"], 1) for r in rows})
+        print(f"# % BW is against the probe taken right before each group ({probes[0]}-{probes[-1]} GB/s); "
+              f"% best against the best probe of the run, {best / 1e9:.1f} GB/s")
+        print(format_table(rows, best))
+    else:
+        print(f"# % BW is against the best probe of the run: {best / 1e9:.1f} GB/s")
+        print(format_table(rebase(rows, best)))
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"bandwidth_GBps": bw / 1e9, "rows": rows}, f, indent=1)
+            json.dump({"bandwidth_GBps": best / 1e9, "rows": rows}, f, indent=1)

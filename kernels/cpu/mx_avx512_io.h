@@ -220,17 +220,24 @@ inline void blockRuns16(const MxCall& c, int64_t r0, int64_t nr, BlockRuns16* ou
   }
 }
 
-/// NaN-propagating max |x| of the blocks of `runs`, lane k for block k (0 past runs.nr).
-template <FloatKind K>
-inline __m512 contiguousMaxima16(const char* x, const BlockRuns16& runs) {
+/// NaN-propagating max |x| of the blocks of `runs`, lane k for block k (0 past runs.nr). Full:
+/// every block is `block` elements long, a multiple of 32, and block k starts at runs.begin[0] +
+/// k * block (the axis length is a multiple of the block), so no masks and no per-block lookups.
+template <FloatKind K, bool Full>
+inline __m512 contiguousMaxima16(const char* x, const BlockRuns16& runs, int64_t block) {
   constexpr int64_t es = elemBytes<K>();
   __m512i v[16];
   for (int64_t k = 0; k < 16; ++k) {
     v[k] = _mm512_setzero_si512();
     if (k >= runs.nr) continue;
-    const char* p = x + runs.begin[k] * es;
-    const int64_t n = runs.n[k];
-    for (int64_t i = 0; i < n; i += kChunk) v[k] = _mm512_max_epu32(v[k], chunkAbsBits16<K>(p + i * es, chunkMask(n - i)));
+    if constexpr (Full) {
+      const char* p = x + (runs.begin[0] + k * block) * es;
+      for (int64_t i = 0; i < block; i += kChunk) v[k] = _mm512_max_epu32(v[k], chunkAbsBits16<K>(p + i * es, ~0u));
+    } else {
+      const char* p = x + runs.begin[k] * es;
+      const int64_t n = runs.n[k];
+      for (int64_t i = 0; i < n; i += kChunk) v[k] = _mm512_max_epu32(v[k], chunkAbsBits16<K>(p + i * es, chunkMask(n - i)));
+    }
   }
   return absBitsToFloat<K>(transposeMax16(v));
 }

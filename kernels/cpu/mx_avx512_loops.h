@@ -4,28 +4,67 @@
 // Contiguous blocks (the quantized axis is innermost): 16 blocks at a time, their maxima in one
 // transposing reduction, their parameters in one vector step (and their scale bytes stored when
 // `scales` is not null), then body(bp, k, begin, n) for block k of the 16, elements
-// [begin, begin + n).
-template <FloatKind K, typename Body>
+// [begin, begin + n). Full: see contiguousMaxima16 (the common case, compiled without masks);
+// then 16 blocks of exactly 32 elements starting at element `begin` first go to group(bp,
+// begin), which handles them all and returns true, or returns false to leave them to body.
+template <FloatKind K, bool Full, typename Group, typename Body>
 inline void forEachContiguousBlock(const char* x, const MxCall& c, int64_t rb, int64_t re, uint8_t* scales,
-                                   Body&& body) {
+                                   Group&& group, Body&& body) {
   BlockParams16 bp;
   BlockRuns16 runs;
   for (int64_t r0 = rb; r0 < re; r0 += 16) {
     const int64_t nr = std::min<int64_t>(16, re - r0);
-    blockRuns16(c, r0, nr, &runs);
-    blockParams16(contiguousMaxima16<K>(x, runs), c, &bp);
+    if constexpr (Full) {
+      runs.nr = nr;
+      runs.begin[0] = r0 * c.block;
+    } else {
+      blockRuns16(c, r0, nr, &runs);
+    }
+    blockParams16(contiguousMaxima16<K, Full>(x, runs, c.block), c, &bp);
     if (scales != nullptr) {
       _mm_mask_storeu_epi8(scales + r0, static_cast<__mmask16>((1u << nr) - 1u), _mm512_cvtepi32_epi8(bp.s));
     }
-    for (int64_t k = 0; k < nr; ++k) body(bp, k, runs.begin[k], runs.n[k]);
+    if constexpr (Full) {
+      if (nr == 16 && c.block == kChunk && group(bp, r0 * kChunk)) continue;
+    }
+    for (int64_t k = 0; k < nr; ++k) {
+      if constexpr (Full) {
+        body(bp, k, (r0 + k) * c.block, c.block);
+      } else {
+        body(bp, k, runs.begin[k], runs.n[k]);
+      }
+    }
   }
 }
 
-template <FloatKind K, bool Int, int R, bool Stream>
+/// Whether the contiguous blocks of a call are Full (see contiguousMaxima16).
+inline bool fullBlocks(const MxCall& c) {
+  return c.len % c.block == 0 && c.block % kChunk == 0;
+}
+
+template <FloatKind K, bool Int, int R, bool Stream, bool Full>
 void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, const MxCall& c) {
   constexpr int64_t es = elemBytes<K>();
   const ElemConsts kc = elemConsts(c);
-  forEachContiguousBlock<K>(x, c, rb, re, nullptr, [&](const BlockParams16& bp, int64_t k, int64_t begin, int64_t n) {
+  // 16 live blocks of 32: each block's parameters are a lane permute of the group's vectors.
+  auto group = [&](const BlockParams16& bp, int64_t begin) {
+    if (R == 3 || bp.nan != 0) return false;  // flushed blocks need nothing: b makes them +0
+    const __m512 av = _mm512_load_ps(bp.a), bv = _mm512_load_ps(bp.b);
+    const bool stream = Stream && reinterpret_cast<uintptr_t>(y + begin * es) % 64 == 0;
+    for (int k = 0; k < 16; ++k) {
+      const __m512i lane = _mm512_set1_epi32(k);
+      const __m512 a = _mm512_permutexvar_ps(lane, av), b = _mm512_permutexvar_ps(lane, bv);
+      const int64_t at = (begin + k * kChunk) * es;
+      __m512 va, vb;
+      loadChunk<K>(x + at, ~0u, va, vb);
+      const __m512 qa = fakeQuantize16<Int, R>(va, a, b, kc, _mm512_setzero_si512());
+      const __m512 qb = fakeQuantize16<Int, R>(vb, a, b, kc, _mm512_setzero_si512());
+      if (stream) storeChunk<K, true>(y + at, ~0u, qa, qb); else storeChunk<K, false>(y + at, ~0u, qa, qb);
+    }
+    return true;
+  };
+  forEachContiguousBlock<K, Full>(x, c, rb, re, nullptr, group, [&](const BlockParams16& bp, int64_t k, int64_t begin,
+                                                                    int64_t n) {
     const char* xb = x + begin * es;
     char* yb = y + begin * es;
     if ((bp.dead >> k) & 1u) {
@@ -37,7 +76,7 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     const __m512 b = _mm512_set1_ps(bp.b[k]);
     const bool stream = Stream && reinterpret_cast<uintptr_t>(yb) % 64 == 0;
     for (int64_t i = 0; i < n; i += kChunk) {
-      const __mmask32 km = chunkMask(n - i);
+      const __mmask32 km = Full ? ~0u : chunkMask(n - i);
       __m512 va, vb;
       loadChunk<K>(xb + i * es, km, va, vb);
       __m512i ra = _mm512_setzero_si512(), rb2 = _mm512_setzero_si512();
@@ -58,6 +97,10 @@ struct ColumnTile {
   alignas(64) float b[kWidth];
   __mmask16 nan[kWidth / 16];
   __mmask16 dead[kWidth / 16];
+  __mmask16 fast[kWidth / 16];  // see BlockParams16
+  alignas(64) int32_t k1[kWidth];
+  alignas(64) float thr[kWidth];
+  alignas(64) float pmul[kWidth];
 };
 
 template <FloatKind K>
@@ -76,6 +119,12 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
       std::memcpy(t->b + w + 16 * h, bp[h].b, sizeof(bp[h].b));
       t->nan[w / 16 + h] = bp[h].nan;
       t->dead[w / 16 + h] = bp[h].dead;
+      t->fast[w / 16 + h] = bp[h].fast;
+      if (!c.is_int) {
+        std::memcpy(t->k1 + w + 16 * h, bp[h].k1, sizeof(bp[h].k1));
+        std::memcpy(t->thr + w + 16 * h, bp[h].thr, sizeof(bp[h].thr));
+        std::memcpy(t->pmul + w + 16 * h, bp[h].pmul, sizeof(bp[h].pmul));
+      }
     }
     // Scale bytes leave in vector form: reading them back from memory right after a vector
     // store stalls store forwarding, which cost more than the whole element pass.
@@ -142,8 +191,12 @@ template <FloatKind K, int R, bool Stream>
 void fakeQuantizeContiguousSimd(const void* x, void* y, int64_t rb, int64_t re, const MxCall& c) {
   const char* xc = static_cast<const char*>(x);
   char* yc = static_cast<char*>(y);
-  if (c.is_int) return fakeQuantizeContiguousLoop<K, true, R, Stream>(xc, yc, rb, re, c);
-  fakeQuantizeContiguousLoop<K, false, R, Stream>(xc, yc, rb, re, c);
+  if (fullBlocks(c)) {
+    if (c.is_int) return fakeQuantizeContiguousLoop<K, true, R, Stream, true>(xc, yc, rb, re, c);
+    return fakeQuantizeContiguousLoop<K, false, R, Stream, true>(xc, yc, rb, re, c);
+  }
+  if (c.is_int) return fakeQuantizeContiguousLoop<K, true, R, Stream, false>(xc, yc, rb, re, c);
+  fakeQuantizeContiguousLoop<K, false, R, Stream, false>(xc, yc, rb, re, c);
 }
 
 template <FloatKind K, int R, bool Stream>
@@ -162,45 +215,95 @@ inline void* codeAt(void* codes, int64_t e, bool nibbles) {
   return nibbles ? static_cast<void*>(static_cast<uint8_t*>(codes) + e / 2) : static_cast<void*>(static_cast<CodeT*>(codes) + e);
 }
 
-template <FloatKind K, bool Int, int R, typename CodeT>
-void quantizeLoop(const char* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+template <FloatKind K, bool Int, int R, typename CodeT, bool Full>
+void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   constexpr int64_t es = elemBytes<K>();
   const ElemConsts kc = elemConsts(c);
-  if (c.inner == 1) {
-    forEachContiguousBlock<K>(x, c, rb, re, scales, [&](const BlockParams16& bp, int64_t k, int64_t begin, int64_t n) {
-      const bool dead = (bp.dead >> k) & 1u;  // NaN and flushed blocks store code 0
-      const __m512 a = _mm512_set1_ps(bp.a[k]);
-      for (int64_t i = 0; i < n; i += kChunk) {
-        __m512i words = _mm512_setzero_si512();
-        if (!dead) {
-          __m512 va, vb;
-          loadChunk<K>(x + (begin + i) * es, chunkMask(n - i), va, vb);
+  // 16 live blocks of 32 (float formats: all on the fast path): parameters by lane permutes.
+  auto group = [&](const BlockParams16& bp, int64_t begin) {
+    if (R == 3 || bp.dead != 0 || (!Int && bp.fast != 0xFFFF)) return false;
+    const __m512 av = _mm512_load_ps(bp.a), thrv = _mm512_load_ps(bp.thr), pmulv = _mm512_load_ps(bp.pmul);
+    const __m512i k1v = _mm512_load_si512(bp.k1);
+    for (int k = 0; k < 16; ++k) {
+      const __m512i lane = _mm512_set1_epi32(k);
+      __m512 va, vb;
+      loadChunk<K>(x + (begin + k * kChunk) * es, ~0u, va, vb);
+      __m512i words;
+      if constexpr (Int) {
+        const __m512 a = _mm512_permutexvar_ps(lane, av);
+        words = chunkWords<K>(encode16<Int, R>(va, a, kc, _mm512_setzero_si512()),
+                              encode16<Int, R>(vb, a, kc, _mm512_setzero_si512()));
+      } else {
+        const __m512i k1 = _mm512_permutexvar_epi32(lane, k1v);
+        const __m512 thr = _mm512_permutexvar_ps(lane, thrv), pmul = _mm512_permutexvar_ps(lane, pmulv);
+        words = chunkWords<K>(encodeFloatFast16<R>(va, k1, thr, pmul, kc), encodeFloatFast16<R>(vb, k1, thr, pmul, kc));
+      }
+      storeCodeWords<CodeT>(codeAt<CodeT>(codes, begin + k * kChunk, c.pack_nibbles), kChunk, words, c.pack_nibbles,
+                            c.stream_stores);
+    }
+    return true;
+  };
+  forEachContiguousBlock<K, Full>(x, c, rb, re, scales, group, [&](const BlockParams16& bp, int64_t k, int64_t begin,
+                                                                   int64_t n) {
+    const bool dead = (bp.dead >> k) & 1u;  // NaN and flushed blocks store code 0
+    const bool fast = !Int && R != 3 && ((bp.fast >> k) & 1u);
+    const __m512 a = _mm512_set1_ps(bp.a[k]);
+    const __m512i k1 = _mm512_set1_epi32(bp.k1[k]);
+    const __m512 thr = _mm512_set1_ps(bp.thr[k]), pmul = _mm512_set1_ps(bp.pmul[k]);
+    for (int64_t i = 0; i < n; i += kChunk) {
+      __m512i words = _mm512_setzero_si512();
+      if (!dead) {
+        __m512 va, vb;
+        loadChunk<K>(x + (begin + i) * es, Full ? ~0u : chunkMask(n - i), va, vb);
+        if (fast) {
+          words = chunkWords<K>(encodeFloatFast16<R>(va, k1, thr, pmul, kc), encodeFloatFast16<R>(vb, k1, thr, pmul, kc));
+        } else {
           __m512i ra = _mm512_setzero_si512(), rb2 = _mm512_setzero_si512();
           if constexpr (R == 3) chunkRandom<K>(c.random_key, static_cast<uint64_t>(begin + i), ra, rb2);
           words = chunkWords<K>(encode16<Int, R>(va, a, kc, ra), encode16<Int, R>(vb, a, kc, rb2));
         }
-        storeCodeWords<CodeT>(codeAt<CodeT>(codes, begin + i, c.pack_nibbles), std::min(kChunk, n - i), words,
-                              c.pack_nibbles, c.stream_stores);
       }
-    });
-  } else {
-    forEachColumnChunk<K, R>(x, c, rb, re, scales,
-                             [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
-                                 __m512i ra, __m512i rb2) {
-      const __m512i ca = _mm512_maskz_mov_epi32(static_cast<__mmask16>(~t.dead[w / 16]),
-                                                encode16<Int, R>(va, _mm512_load_ps(t.a + w), kc, ra));
-      const __m512i cb = _mm512_maskz_mov_epi32(static_cast<__mmask16>(~t.dead[w / 16 + 1]),
-                                                encode16<Int, R>(vb, _mm512_load_ps(t.a + w + 16), kc, rb2));
-      storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_nibbles), n, chunkWords<K>(ca, cb), c.pack_nibbles,
-                            c.stream_stores);
-    });
-  }
+      storeCodeWords<CodeT>(codeAt<CodeT>(codes, begin + i, c.pack_nibbles), Full ? kChunk : std::min(kChunk, n - i), words,
+                            c.pack_nibbles, c.stream_stores);
+    }
+  });
+  if (c.stream_stores) _mm_sfence();
+}
+
+template <FloatKind K, bool Int, int R, typename CodeT>
+void quantizeColumnsLoop(const char* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+  const ElemConsts kc = elemConsts(c);
+  forEachColumnChunk<K, R>(x, c, rb, re, scales,
+                           [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
+                               __m512i ra, __m512i rb2) {
+    // Dead lanes store code 0; a vector whose live lanes are all fast takes the fast path.
+    auto codes16 = [&](__m512 v, int64_t at, __m512i rnd) {
+      const __mmask16 live = static_cast<__mmask16>(~t.dead[at / 16]);
+      if (!Int && R != 3 && (t.fast[at / 16] | t.dead[at / 16]) == 0xFFFF) {
+        return _mm512_maskz_mov_epi32(live, encodeFloatFast16<R>(v, _mm512_load_si512(t.k1 + at),
+                                                                 _mm512_load_ps(t.thr + at), _mm512_load_ps(t.pmul + at), kc));
+      }
+      return _mm512_maskz_mov_epi32(live, encode16<Int, R>(v, _mm512_load_ps(t.a + at), kc, rnd));
+    };
+    const __m512i ca = codes16(va, w, ra);
+    const __m512i cb = codes16(vb, w + 16, rb2);
+    storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_nibbles), n, chunkWords<K>(ca, cb), c.pack_nibbles,
+                          c.stream_stores);
+  });
   if (c.stream_stores) _mm_sfence();
 }
 
 template <FloatKind K, int R, typename CodeT>
 void quantizeSimd(const void* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   const char* xc = static_cast<const char*>(x);
-  if (c.is_int) return quantizeLoop<K, true, R, CodeT>(xc, codes, scales, rb, re, c);
-  quantizeLoop<K, false, R, CodeT>(xc, codes, scales, rb, re, c);
+  if (c.inner != 1) {
+    if (c.is_int) return quantizeColumnsLoop<K, true, R, CodeT>(xc, codes, scales, rb, re, c);
+    return quantizeColumnsLoop<K, false, R, CodeT>(xc, codes, scales, rb, re, c);
+  }
+  if (fullBlocks(c)) {
+    if (c.is_int) return quantizeContiguousLoop<K, true, R, CodeT, true>(xc, codes, scales, rb, re, c);
+    return quantizeContiguousLoop<K, false, R, CodeT, true>(xc, codes, scales, rb, re, c);
+  }
+  if (c.is_int) return quantizeContiguousLoop<K, true, R, CodeT, false>(xc, codes, scales, rb, re, c);
+  quantizeContiguousLoop<K, false, R, CodeT, false>(xc, codes, scales, rb, re, c);
 }

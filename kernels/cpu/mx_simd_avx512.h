@@ -26,7 +26,9 @@ struct ElemConsts {
   __m512 nmax;      // integers: max_norm * 2^m, the clamp of n
   __m512 max_code;  // floats: the code of max_norm
   __m512i code_mask;
-  __m512i sign_code;  // floats: the code's sign bit, 1 << (ebits + m)
+  __m512i sign_code;     // floats: the code's sign bit, 1 << (ebits + m)
+  __m512i max_code_i;    // floats: max_code as an integer
+  __m128i mant_shift;    // floats: 23 - m, the shift from fp32 bits to the code's mantissa
 };
 
 inline ElemConsts elemConsts(const MxCall& c) {
@@ -38,6 +40,8 @@ inline ElemConsts elemConsts(const MxCall& c) {
   k.max_code = _mm512_set1_ps(c.is_int ? 0.0f : static_cast<float>(encodeElement(c.max_norm, p, c.ebits, 32)));
   k.code_mask = _mm512_set1_epi32(c.code_bits >= 32 ? -1 : static_cast<int32_t>((1u << c.code_bits) - 1u));
   k.sign_code = _mm512_set1_epi32(c.is_int ? 0 : static_cast<int32_t>(1u << (c.ebits + c.m)));
+  k.max_code_i = _mm512_cvttps_epi32(k.max_code);
+  k.mant_shift = _mm_cvtsi32_si128(23 - c.m);
   return k;
 }
 
@@ -103,6 +107,36 @@ inline __m512i encode16(__m512 x, __m512 a, const ElemConsts& k, __m512i rnd) {
   }
 }
 
+/// Float element codes straight from the fp32 bits (R: 0 nearest, 1 even, 2 toward zero), for
+/// blocks whose parameters allow it (BlockParams16::fast). With v = |x| / 2^s:
+///   |x| >= 2^(emin + s) (normal element): the code is v's bits shifted down to m mantissa bits
+///     after adding half a code step (the carry of rounding up is the exponent increment), with
+///     the exponent rebiased and 2^s removed, all in one integer subtraction of k1;
+///   below (subnormal element): n = round(|x| * 2^(m - emin - s)), the product exact (a power
+///     of two), for R == 0 as trunc(|x| * 2^.. + 1/2) with the fused sum rounded toward zero
+///     (which keeps its integer part exact, see roundToInteger).
+/// Then the clamp to max_norm's code and the sign as in encode16.
+template <int R>
+inline __m512i encodeFloatFast16(__m512 x, __m512i k1, __m512 thr, __m512 pmul, const ElemConsts& k) {
+  const __m512 ax = _mm512_abs_ps(x);
+  __m512i bx = _mm512_castps_si512(ax);
+  if constexpr (R == 1) bx = _mm512_add_epi32(bx, _mm512_and_si512(_mm512_srl_epi32(bx, k.mant_shift), _mm512_set1_epi32(1)));
+  const __m512i normal = _mm512_srl_epi32(_mm512_sub_epi32(bx, k1), k.mant_shift);
+  constexpr int kRz = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+  __m512i sub;
+  if constexpr (R == 0) {
+    sub = _mm512_cvttps_epi32(_mm512_fmadd_round_ps(ax, pmul, _mm512_set1_ps(0.5f), kRz));
+  } else if constexpr (R == 1) {
+    sub = _mm512_cvt_roundps_epi32(_mm512_mul_ps(ax, pmul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  } else {
+    sub = _mm512_cvttps_epi32(_mm512_mul_ps(ax, pmul));
+  }
+  __m512i code = _mm512_mask_mov_epi32(normal, _mm512_cmp_ps_mask(ax, thr, _CMP_LT_OQ), sub);
+  code = _mm512_min_epu32(code, k.max_code_i);
+  const __mmask16 neg = _mm512_mask_test_epi32_mask(_mm512_movepi32_mask(_mm512_castps_si512(x)), code, code);
+  return _mm512_mask_or_epi32(code, neg, code, k.sign_code);
+}
+
 /// Block parameters of 16 blocks (lane i: block i) in the form the element loops use.
 struct BlockParams16 {
   __m512i s;                   // E8M0 byte
@@ -110,6 +144,12 @@ struct BlockParams16 {
   alignas(64) float b[16];     // fp: max_norm * 2^s (0 when flushed); int: s - m (-inf when flushed)
   __mmask16 nan;               // NaN scale: every element NaN (fake-quantize) or code 0 (quantize)
   __mmask16 dead;              // NaN or flushed
+  // encodeFloatFast16 (float formats): live blocks whose 2^(emin + s) and 2^(m - emin - s) are
+  // normal fp32 numbers (all but blocks of maxima below about 2^-100), and its constants.
+  __mmask16 fast;
+  alignas(64) int32_t k1[16];  // (s + 126 + emin) << 23, less half a code step for rounding
+  alignas(64) float thr[16];   // 2^(emin + s)
+  alignas(64) float pmul[16];  // 2^(m - emin - s)
 };
 
 /// sharedScaleBits (mx_numerics.h) of 16 blocks from their NaN-propagating max |x|.
@@ -159,6 +199,17 @@ inline void blockParams16(__m512 amax, const MxCall& c, BlockParams16* out) {
   _mm512_store_ps(out->b, b);
   out->nan = nan;
   out->dead = nan | flushed;
+  out->fast = 0;
+  if (!c.is_int) {
+    const __m512i si = _mm512_sub_epi32(sv, _mm512_set1_epi32(127));
+    const int32_t half = c.rounding == 0 ? (1 << (22 - c.m)) : (c.rounding == 1 ? (1 << (22 - c.m)) - 1 : 0);
+    _mm512_store_si512(out->k1, _mm512_sub_epi32(_mm512_slli_epi32(_mm512_add_epi32(si, _mm512_set1_epi32(126 + c.emin)), 23),
+                                                 _mm512_set1_epi32(half)));
+    _mm512_store_ps(out->thr, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(s, _mm512_set1_ps(static_cast<float>(c.emin)))));
+    _mm512_store_ps(out->pmul, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_sub_ps(_mm512_set1_ps(static_cast<float>(c.m - c.emin)), s)));
+    const int32_t lowest = std::max(-126 - c.emin, c.m - c.emin - 127);
+    out->fast = static_cast<__mmask16>(_mm512_cmpge_epi32_mask(si, _mm512_set1_epi32(lowest)) & ~out->dead);
+  }
 }
 
 /// Random bits of a chunk's lanes whose element 0 has flat index `first` (stochastic only).
