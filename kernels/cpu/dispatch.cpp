@@ -36,14 +36,28 @@ const AffineKernels& tableFor(Isa isa) {
 }
 
 // PT2Q_CPU_ISA caps the ISA; unknown values are an error rather than a silent fallback.
+// avx512_bf16 (the default cap) also lets the MX kernels use AVX512_BF16; avx512 keeps them off it.
 Isa maxAllowedIsa() {
   const char* env = std::getenv("PT2Q_CPU_ISA");
   if (env == nullptr || *env == '\0') return Isa::kAvx512;
   const std::string v(env);
   if (v == "generic") return Isa::kGeneric;
   if (v == "avx2") return Isa::kAvx2;
-  if (v == "avx512") return Isa::kAvx512;
-  throw std::invalid_argument("PT2Q_CPU_ISA must be generic, avx2 or avx512, got '" + v + "'");
+  if (v == "avx512" || v == "avx512_bf16") return Isa::kAvx512;
+  throw std::invalid_argument("PT2Q_CPU_ISA must be generic, avx2, avx512 or avx512_bf16, got '" + v + "'");
+}
+
+bool bf16Allowed() {
+  const char* env = std::getenv("PT2Q_CPU_ISA");
+  return env == nullptr || *env == '\0' || std::string(env) == "avx512_bf16";
+}
+
+bool cpuHasBf16() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return cpuHas(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -64,7 +78,7 @@ const MxKernels& mxKernels() {
   static const MxKernels* chosen = [] {
     switch (affineKernels().isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-      case Isa::kAvx512: return &mxKernelsAvx512();
+      case Isa::kAvx512: return bf16Allowed() && cpuHasBf16() ? &mxKernelsAvx512Bf16() : &mxKernelsAvx512();
       case Isa::kAvx2: return &mxKernelsAvx2();
 #endif
       default: return &mxKernelsGeneric();
@@ -78,6 +92,16 @@ std::vector<const AffineKernels*> availableAffineKernels() {
   for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
     if (cpuHas(isa)) out.push_back(&tableFor(isa));
   }
+  return out;
+}
+
+std::vector<const MxKernels*> availableMxKernels() {
+  std::vector<const MxKernels*> out{&mxKernelsGeneric()};
+#if defined(__x86_64__) || defined(_M_X64)
+  if (cpuHas(Isa::kAvx2)) out.push_back(&mxKernelsAvx2());
+  if (cpuHas(Isa::kAvx512)) out.push_back(&mxKernelsAvx512());
+  if (cpuHasBf16()) out.push_back(&mxKernelsAvx512Bf16());
+#endif
   return out;
 }
 

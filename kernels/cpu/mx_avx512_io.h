@@ -10,6 +10,14 @@
 
 constexpr int64_t kChunk = 32;
 
+// With AVX512_BF16 (the avx512_bf16 table) bf16 is narrowed by vcvtne2ps2bf16 (see
+// narrowToBF16); the chunk order stays the same.
+#if defined(PT2Q_VEC_AVX512_BF16)
+constexpr bool kNativeBF16 = true;
+#else
+constexpr bool kNativeBF16 = false;
+#endif
+
 /// The element (0..31) of a chunk held in lane `lane` (0..15 of a, 16..31 of b).
 template <FloatKind K>
 constexpr int chunkElement(int lane) {
@@ -65,10 +73,26 @@ inline __m512i roundToBF16(__m512 v) {
   return _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
 }
 
+/// 32 bf16 values of a chunk in element order. `native`: vcvtne2ps2bf16, exact only when no
+/// value is an fp32 subnormal (it flushes them), which the caller knows from the block scales.
+inline __m512i narrowToBF16(__m512 a, __m512 b, bool native) {
+#if defined(PT2Q_VEC_AVX512_BF16)
+  if (native) {
+    // vcvtne2ps2bf16 concatenates a and b; one word permute restores the element order that
+    // packus gives (element 8g + r sits in a's lane 4g + r for r < 4, else in b's 4g + r - 4).
+    const __m512i order = _mm512_set_epi16(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8, 23, 22, 21, 20,
+                                           7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+    return _mm512_permutexvar_epi16(order, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+  }
+#endif
+  (void)native;
+  return _mm512_packus_epi32(roundToBF16(a), roundToBF16(b));
+}
+
 /// Stores a chunk (lanes in k); streaming when asked, which needs p aligned to 64 bytes and a
-/// full chunk.
+/// full chunk. bf16_native: see narrowToBF16.
 template <FloatKind K, bool Stream>
-inline void storeChunk(char* p, __mmask32 k, __m512 a, __m512 b) {
+inline void storeChunk(char* p, __mmask32 k, __m512 a, __m512 b, bool bf16_native = false) {
   if constexpr (K == FloatKind::kF32) {
     if (k != 0xFFFFFFFFu) {
       _mm512_mask_storeu_ps(p, static_cast<__mmask16>(k), a);
@@ -83,7 +107,7 @@ inline void storeChunk(char* p, __mmask32 k, __m512 a, __m512 b) {
   } else {
     __m512i h;
     if constexpr (K == FloatKind::kBF16) {
-      h = _mm512_packus_epi32(roundToBF16(a), roundToBF16(b));
+      h = narrowToBF16(a, b, bf16_native);
     } else {
       h = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)),
                              _mm512_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT), 1);
@@ -102,7 +126,7 @@ inline void storeChunk(char* p, __mmask32 k, __m512 a, __m512 b) {
 template <FloatKind K>
 inline void fillChunk(char* p, __mmask32 k, float v) {
   const __m512 f = _mm512_set1_ps(v);
-  storeChunk<K, false>(p, k, f, f);
+  storeChunk<K, false>(p, k, f, f, true);  // 0 and the canonical NaN narrow exactly
 }
 
 /// The codes of a chunk (int32 lanes, already masked to their width) as 32 16-bit words in
@@ -227,6 +251,12 @@ template <FloatKind K, bool Full>
 inline __m512 contiguousMaxima16(const char* x, const BlockRuns16& runs, int64_t block) {
   constexpr int64_t es = elemBytes<K>();
   __m512i v[16];
+  if (Full && block == kChunk && runs.nr == 16) {
+    // The common case straight-line, so that v stays in registers.
+    const char* p = x + runs.begin[0] * es;
+    for (int k = 0; k < 16; ++k) v[k] = chunkAbsBits16<K>(p + k * kChunk * es, ~0u);
+    return absBitsToFloat<K>(transposeMax16(v));
+  }
   for (int64_t k = 0; k < 16; ++k) {
     v[k] = _mm512_setzero_si512();
     if (k >= runs.nr) continue;

@@ -51,6 +51,7 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     if (R == 3 || bp.nan != 0) return false;  // flushed blocks need nothing: b makes them +0
     const __m512 av = _mm512_load_ps(bp.a), bv = _mm512_load_ps(bp.b);
     const bool stream = Stream && reinterpret_cast<uintptr_t>(y + begin * es) % 64 == 0;
+    const bool native = bp.normal_out == 0xFFFF;
     for (int k = 0; k < 16; ++k) {
       const __m512i lane = _mm512_set1_epi32(k);
       const __m512 a = _mm512_permutexvar_ps(lane, av), b = _mm512_permutexvar_ps(lane, bv);
@@ -59,7 +60,11 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
       loadChunk<K>(x + at, ~0u, va, vb);
       const __m512 qa = fakeQuantize16<Int, R>(va, a, b, kc, _mm512_setzero_si512());
       const __m512 qb = fakeQuantize16<Int, R>(vb, a, b, kc, _mm512_setzero_si512());
-      if (stream) storeChunk<K, true>(y + at, ~0u, qa, qb); else storeChunk<K, false>(y + at, ~0u, qa, qb);
+      if (stream) {
+        storeChunk<K, true>(y + at, ~0u, qa, qb, native);
+      } else {
+        storeChunk<K, false>(y + at, ~0u, qa, qb, native);
+      }
     }
     return true;
   };
@@ -75,6 +80,7 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     const __m512 a = _mm512_set1_ps(bp.a[k]);
     const __m512 b = _mm512_set1_ps(bp.b[k]);
     const bool stream = Stream && reinterpret_cast<uintptr_t>(yb) % 64 == 0;
+    const bool native = (bp.normal_out >> k) & 1u;
     for (int64_t i = 0; i < n; i += kChunk) {
       const __mmask32 km = Full ? ~0u : chunkMask(n - i);
       __m512 va, vb;
@@ -83,7 +89,11 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
       if constexpr (R == 3) chunkRandom<K>(c.random_key, static_cast<uint64_t>(begin + i), ra, rb2);
       const __m512 qa = fakeQuantize16<Int, R>(va, a, b, kc, ra);
       const __m512 qb = fakeQuantize16<Int, R>(vb, a, b, kc, rb2);
-      if (stream) storeChunk<K, true>(yb + i * es, km, qa, qb); else storeChunk<K, false>(yb + i * es, km, qa, qb);
+      if (stream) {
+        storeChunk<K, true>(yb + i * es, km, qa, qb, native);
+      } else {
+        storeChunk<K, false>(yb + i * es, km, qa, qb, native);
+      }
     }
   });
   if constexpr (Stream) _mm_sfence();
@@ -98,6 +108,7 @@ struct ColumnTile {
   __mmask16 nan[kWidth / 16];
   __mmask16 dead[kWidth / 16];
   __mmask16 fast[kWidth / 16];  // see BlockParams16
+  __mmask16 normal_out[kWidth / 16];
   alignas(64) int32_t k1[kWidth];
   alignas(64) float thr[kWidth];
   alignas(64) float pmul[kWidth];
@@ -120,6 +131,7 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
       t->nan[w / 16 + h] = bp[h].nan;
       t->dead[w / 16 + h] = bp[h].dead;
       t->fast[w / 16 + h] = bp[h].fast;
+      t->normal_out[w / 16 + h] = bp[h].normal_out;
       if (!c.is_int) {
         std::memcpy(t->k1 + w + 16 * h, bp[h].k1, sizeof(bp[h].k1));
         std::memcpy(t->thr + w + 16 * h, bp[h].thr, sizeof(bp[h].thr));
@@ -178,10 +190,11 @@ void fakeQuantizeColumnsLoop(const char* x, char* y, int64_t rb, int64_t re, con
     qa = _mm512_mask_mov_ps(qa, t.nan[w / 16], vnan);
     qb = _mm512_mask_mov_ps(qb, t.nan[w / 16 + 1], vnan);
     char* out = y + (row + w) * es;
+    const bool native = (t.normal_out[w / 16] & t.normal_out[w / 16 + 1]) == 0xFFFF;
     if (Stream && reinterpret_cast<uintptr_t>(out) % 64 == 0) {
-      storeChunk<K, true>(out, chunkMask(n), qa, qb);
+      storeChunk<K, true>(out, chunkMask(n), qa, qb, native);
     } else {
-      storeChunk<K, false>(out, chunkMask(n), qa, qb);
+      storeChunk<K, false>(out, chunkMask(n), qa, qb, native);
     }
   });
   if constexpr (Stream) _mm_sfence();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/affine_microkernels.h"
 
@@ -58,5 +59,8 @@ const MxKernels& mxKernels();
 const MxKernels& mxKernelsGeneric();
 const MxKernels& mxKernelsAvx2();
 const MxKernels& mxKernelsAvx512();
+const MxKernels& mxKernelsAvx512Bf16();
+/// The MX tables this CPU can run (generic first).
+std::vector<const MxKernels*> availableMxKernels();
 
 }  // namespace pt2q::cpu

@@ -147,6 +147,9 @@ struct BlockParams16 {
   // encodeFloatFast16 (float formats): live blocks whose 2^(emin + s) and 2^(m - emin - s) are
   // normal fp32 numbers (all but blocks of maxima below about 2^-100), and its constants.
   __mmask16 fast;
+  // Blocks whose outputs are never fp32 subnormals (every nonzero |q| >= 2^-126), or dead: their
+  // bf16 outputs may be narrowed by vcvtne2ps2bf16 (see narrowToBF16).
+  __mmask16 normal_out;
   alignas(64) int32_t k1[16];  // (s + 126 + emin) << 23, less half a code step for rounding
   alignas(64) float thr[16];   // 2^(emin + s)
   alignas(64) float pmul[16];  // 2^(m - emin - s)
@@ -199,9 +202,11 @@ inline void blockParams16(__m512 amax, const MxCall& c, BlockParams16* out) {
   _mm512_store_ps(out->b, b);
   out->nan = nan;
   out->dead = nan | flushed;
+  const __m512i si = _mm512_sub_epi32(sv, _mm512_set1_epi32(127));
+  out->normal_out = static_cast<__mmask16>(
+      _mm512_cmpge_epi32_mask(si, _mm512_set1_epi32(c.m - (c.is_int ? 0 : c.emin) - 126)) | out->dead);
   out->fast = 0;
   if (!c.is_int) {
-    const __m512i si = _mm512_sub_epi32(sv, _mm512_set1_epi32(127));
     const int32_t half = c.rounding == 0 ? (1 << (22 - c.m)) : (c.rounding == 1 ? (1 << (22 - c.m)) - 1 : 0);
     _mm512_store_si512(out->k1, _mm512_sub_epi32(_mm512_slli_epi32(_mm512_add_epi32(si, _mm512_set1_epi32(126 + c.emin)), 23),
                                                  _mm512_set1_epi32(half)));

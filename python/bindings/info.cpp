@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/affine_microkernels.h"
+#include "kernels/cpu/mx_microkernels.h"
 #include "proto/file_header.h"
 
 namespace pt2q::python {
@@ -17,6 +18,13 @@ void bindInfo(pybind11::module_& m) {
   m.def("available_cpu_isas", [] {
     std::vector<std::string> out;
     for (const auto* k : cpu::availableAffineKernels()) out.emplace_back(k->name);
+    return out;
+  });
+  m.def("mx_cpu_kernels", [] { return std::string(cpu::mxKernels().name); },
+        "Kernels of the MX ops in use (generic, avx2, avx512, avx512_bf16); PT2Q_CPU_ISA caps them.");
+  m.def("available_mx_cpu_kernels", [] {
+    std::vector<std::string> out;
+    for (const auto* k : cpu::availableMxKernels()) out.emplace_back(k->name);
     return out;
   });
   m.def("protobuf_version", &protobufVersion);

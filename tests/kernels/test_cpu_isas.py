@@ -1,5 +1,6 @@
-"""Each CPU ISA's kernels (generic, AVX2, AVX-512), selected with PT2Q_CPU_ISA in a fresh
-process, give the same bits as the reference through the public ops."""
+"""Each CPU ISA's kernels (generic, AVX2, AVX-512, and AVX-512 with AVX512_BF16 for the MX
+ops), selected with PT2Q_CPU_ISA in a fresh process, give the same bits as the reference
+through the public ops."""
 
 import os
 import subprocess
@@ -14,7 +15,8 @@ import sys, torch, pt2q
 from pt2q import ops
 from tests.kernels.inputs import adversarial
 ref = pt2q._C.reference
-assert pt2q._C.info.cpu_isa() == sys.argv[1], pt2q._C.info.cpu_isa()
+assert pt2q._C.info.cpu_isa() == sys.argv[1].replace("avx512_bf16", "avx512"), pt2q._C.info.cpu_isa()
+assert pt2q._C.info.mx_cpu_kernels() == sys.argv[1], pt2q._C.info.mx_cpu_kernels()
 for dt in (torch.float32, torch.bfloat16, torch.float16):
     for shape, block in (((33, 70), [1, 70]), ((33, 70), [33, 1]), ((8, 96), [1, 32]), ((1, 9001), [1, 9001])):
         x = adversarial(shape, dt, specials=False)
@@ -33,6 +35,8 @@ for dt in (torch.float32, torch.bfloat16, torch.float16):
         assert torch.equal(f[0], r[0]) and torch.equal(f[1], r[1])
 from tests.mx.inputs import mx_inputs
 mxx = torch.from_numpy(mx_inputs(512, 24, seed=4)).reshape(96, 128)
+# plus blocks scaled into the fp32 subnormal range, where narrowing to bf16 must not flush
+mxx[::3] *= torch.logspace(-140, -100, 128, base=2.0)
 for dt in (torch.float32, torch.bfloat16, torch.float16):
     for fmt in ("int8", "fp8_e4m3", "fp4_e2m1", "int5"):
         for rounding in ("nearest", "even", "floor", "stochastic"):
@@ -56,9 +60,9 @@ print("ok", sys.argv[1])
 
 
 @pytest.mark.parametrize("stream", ["0", "1"])
-@pytest.mark.parametrize("isa", ["generic", "avx2", "avx512"])
+@pytest.mark.parametrize("isa", ["generic", "avx2", "avx512", "avx512_bf16"])
 def test_isa_matches_reference(isa, stream):
-    if isa not in pt2q._C.info.available_cpu_isas():
+    if isa not in pt2q._C.info.available_mx_cpu_kernels():
         pytest.skip(f"this CPU cannot run {isa}")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # PT2Q_STREAMING_STORES=1 sends these small outputs through the streaming-store path too.
@@ -72,4 +76,4 @@ def test_unknown_isa_name_is_an_error():
     env = dict(os.environ, PT2Q_CPU_ISA="sse9")
     code = "import torch, pt2q; pt2q.ops.quantize_affine(torch.ones(4), [4], torch.ones(1), None, torch.int8)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode != 0 and "PT2Q_CPU_ISA must be generic, avx2 or avx512, got 'sse9'" in out.stderr
+    assert out.returncode != 0 and "PT2Q_CPU_ISA must be generic, avx2, avx512 or avx512_bf16, got 'sse9'" in out.stderr
