@@ -5,7 +5,9 @@ arithmetic in unfused ATen ops), with the memory bandwidth measured in the same 
 
 64 MiB tensors: fp32 4096x4096 and bf16 8192x4096; int8, fp8_e4m3 and fp4_e2m1 elements,
 block 32, along the last and the first axis. Bytes moved = read + write of the tensor
-(2 x 64 MiB; the scales never leave the registers).
+(2 x 64 MiB; the scales never leave the registers) for fake-quantize, read + codes + scale
+bytes for quantize. Each group also times both kernels on an 8 MiB slice that stays in L3:
+their compute-bound rate, which bounds what the memory-bound rows can reach on these cores.
 """
 
 from __future__ import annotations
@@ -43,6 +45,15 @@ def cases():
                 qbytes = int(x.numel() * (x.element_size() + code_bytes + 1 / 32))
                 out.append(Case(g, "pt2q.mx_quantize (codes + E8M0 scales)",
                                 lambda x=x, fmt=fmt, axis=axis: P.mx_quantize(x, fmt, 32, axis), qbytes))
+                # The same kernels on an 8 MiB slice that stays in the 32 MiB L3: their
+                # compute-bound rate, the ceiling the memory-bound rows above can reach here.
+                xs = x[: (8 << 20) // (x.size(1) * x.element_size())].contiguous()
+                scale = xs.numel() / x.numel()
+                out.append(Case(g, "  fake_quantize on an 8 MiB slice (in L3)",
+                                lambda xs=xs, fmt=fmt, axis=axis: P.mx_fake_quantize(xs, fmt, 32, axis),
+                                int(nbytes * scale)))
+                out.append(Case(g, "  quantize on an 8 MiB slice (in L3)",
+                                lambda xs=xs, fmt=fmt, axis=axis: P.mx_quantize(xs, fmt, 32, axis), int(qbytes * scale)))
     return out
 
 

@@ -23,8 +23,9 @@ class Case:
     result_s: Optional[float] = field(default=None)
 
 
-def time_call(fn, min_time_s=0.25, repeats=5):
-    """Median over `repeats` of the mean time per call over >= min_time_s of calls."""
+def time_call(fn, min_time_s=0.25, repeats=5, stat=statistics.median):
+    """`stat` (median unless told) over `repeats` of the mean time per call over >= min_time_s
+    of calls."""
     fn()
     fn()
     t0 = time.perf_counter()
@@ -37,10 +38,10 @@ def time_call(fn, min_time_s=0.25, repeats=5):
         for _ in range(iters):
             fn()
         samples.append((time.perf_counter() - t0) / iters)
-    return statistics.median(samples)
+    return stat(samples)
 
 
-def measure_bandwidth(nbytes=256 << 20, min_time_s=0.5, repeats=7):
+def measure_bandwidth(nbytes=256 << 20, min_time_s=0.5, repeats=7, stat=statistics.median):
     """Memory bandwidth of this machine now, in bytes per second, as the larger of two probes
     over `nbytes` buffers (8x the last-level cache here): a multi-threaded copy counting bytes
     read + written (its stores also read each destination line first, so it understates) and a
@@ -48,26 +49,33 @@ def measure_bandwidth(nbytes=256 << 20, min_time_s=0.5, repeats=7):
     src = torch.ones(nbytes // 4, dtype=torch.float32)
     dst = torch.empty_like(src)
     probes = {
-        "copy (read + write)": 2 * nbytes / time_call(lambda: dst.copy_(src), min_time_s=min_time_s, repeats=repeats),
-        "sum (read)": nbytes / time_call(lambda: src.sum(), min_time_s=min_time_s, repeats=repeats),
+        "copy (read + write)": 2 * nbytes / time_call(lambda: dst.copy_(src), min_time_s, repeats, stat),
+        "sum (read)": nbytes / time_call(lambda: src.sum(), min_time_s, repeats, stat),
     }
     return max(probes.values()), probes
 
 
 def run(cases, bandwidth, adjacent_probe=False):
-    """Times every case. With adjacent_probe, the bandwidth is measured again right before each
-    group (a shared VM's bandwidth drifts by tens of percent within a run, so the probe next to
-    the timing is the physical limit at that moment) and "% of BW" uses the larger of it and
-    `bandwidth` only when `bandwidth` is None; the row keeps the probe as "probe GB/s"."""
+    """Times every case. With adjacent_probe, each group is bracketed by bandwidth probes (a
+    shared VM's bandwidth and speed drift by tens of percent within minutes, so the probes next
+    to the timings are the physical limit at that moment): "% of BW" is against the better of
+    the probes just before and just after the group, and both the probes and the cases take
+    the best of their samples (the least disturbed); the row keeps the probe as "probe GB/s"."""
     rows = []
     baselines = {}
     group_bw = {}
-    for c in cases:
+
+    def probe():
+        return measure_bandwidth(min_time_s=0.1, repeats=5, stat=min)[0]
+
+    for i, c in enumerate(cases):
         if adjacent_probe and c.group not in group_bw:
-            group_bw[c.group] = measure_bandwidth(64 << 20, min_time_s=0.1, repeats=3)[0]
-        c.result_s = time_call(c.fn)
+            group_bw[c.group] = probe()
+        c.result_s = time_call(c.fn, min_time_s=0.1, repeats=7, stat=min) if adjacent_probe else time_call(c.fn)
         if c.baseline:
             baselines[c.group] = c.result_s
+        if adjacent_probe and (i + 1 == len(cases) or cases[i + 1].group != c.group):
+            group_bw[c.group] = max(group_bw[c.group], probe())
     for c in cases:
         gbps = c.bytes_moved / c.result_s / 1e9
         base = baselines.get(c.group)
@@ -122,7 +130,7 @@ def report(rows, bw, json_path=None, adjacent_probe=False):
     best = max([bw, bw_after] + [r.get("probe GB/s", 0) * 1e9 for r in rows])
     if adjacent_probe:
         probes = sorted({round(r["probe GB/s"], 1) for r in rows})
-        print(f"# % BW is against the probe taken right before each group ({probes[0]}-{probes[-1]} GB/s); "
+        print(f"# % BW is against the better probe just before and after each group ({probes[0]}-{probes[-1]} GB/s); "
               f"% best against the best probe of the run, {best / 1e9:.1f} GB/s")
         print(format_table(rows, best))
     else:

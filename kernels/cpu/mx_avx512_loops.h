@@ -121,7 +121,7 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   for (int64_t w = 0; w < nw; w += kChunk) {
     __m512 ma, mb;
-    columnMaxima32<K>(x, c, o, l0, l1, w0 + w, chunkMask(nw - w), ma, mb);
+    columnMaxima32<K>(x, c, o, l0, l1, w0 + w, chunkMask(nw - w), ma, mb, ColumnTile::kWidth * elemBytes<K>());
     BlockParams16 bp[2];
     blockParams16(ma, c, &bp[0]);
     blockParams16(mb, c, &bp[1]);
@@ -237,23 +237,22 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
     if (R == 3 || bp.dead != 0 || (!Int && bp.fast != 0xFFFF)) return false;
     const __m512 av = _mm512_load_ps(bp.a), thrv = _mm512_load_ps(bp.thr), pmulv = _mm512_load_ps(bp.pmul);
     const __m512i k1v = _mm512_load_si512(bp.k1);
+    __m512i words[16];
     for (int k = 0; k < 16; ++k) {
       const __m512i lane = _mm512_set1_epi32(k);
       __m512 va, vb;
       loadChunk<K>(x + (begin + k * kChunk) * es, ~0u, va, vb);
-      __m512i words;
       if constexpr (Int) {
         const __m512 a = _mm512_permutexvar_ps(lane, av);
-        words = chunkWords<K>(encode16<Int, R>(va, a, kc, _mm512_setzero_si512()),
-                              encode16<Int, R>(vb, a, kc, _mm512_setzero_si512()));
+        words[k] = chunkWords<K>(encode16<Int, R>(va, a, kc, _mm512_setzero_si512()),
+                                 encode16<Int, R>(vb, a, kc, _mm512_setzero_si512()));
       } else {
         const __m512i k1 = _mm512_permutexvar_epi32(lane, k1v);
         const __m512 thr = _mm512_permutexvar_ps(lane, thrv), pmul = _mm512_permutexvar_ps(lane, pmulv);
-        words = chunkWords<K>(encodeFloatFast16<R>(va, k1, thr, pmul, kc), encodeFloatFast16<R>(vb, k1, thr, pmul, kc));
+        words[k] = chunkWords<K>(encodeFloatFast16<R>(va, k1, thr, pmul, kc), encodeFloatFast16<R>(vb, k1, thr, pmul, kc));
       }
-      storeCodeWords<CodeT>(codeAt<CodeT>(codes, begin + k * kChunk, c.pack_nibbles), kChunk, words, c.pack_nibbles,
-                            c.stream_stores);
     }
+    storeCodeGroup<CodeT>(codeAt<CodeT>(codes, begin, c.pack_nibbles), words, c.pack_nibbles, c.stream_stores);
     return true;
   };
   forEachContiguousBlock<K, Full>(x, c, rb, re, scales, group, [&](const BlockParams16& bp, int64_t k, int64_t begin,
