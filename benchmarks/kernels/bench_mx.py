@@ -64,7 +64,7 @@ def main():
     args = ap.parse_args()
     bw, probes = measure_bandwidth()
     print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"CPU kernels: {pt2q._C.info.cpu_isa()}")
+          f"CPU kernels: {pt2q._C.info.cpu_isa()}, MX kernels: {pt2q._C.info.mx_cpu_kernels()}")
     print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
           + f"; using {bw / 1e9:.1f} GB/s")
     rows = run(cases(), bw, adjacent_probe=True)
