@@ -1,0 +1,110 @@
+// pt2q-opt: reads IR text, runs registered passes, prints the result (mlir-opt's analogue).
+//
+//   pt2q-opt FILE|- [--passes=a,b] [--print-ir-after-all] [--split-input-file] [--list-passes]
+#include <c10/util/Exception.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/ir_text.h"
+#include "graph/pass.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// The `# -----` separated cases of a test file, with the line each starts at.
+std::vector<std::pair<std::string, int>> splitCases(const std::string& text) {
+  std::vector<std::pair<std::string, int>> out{{"", 1}};
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.rfind("# -----", 0) == 0) {
+      out.push_back({"", n + 1});
+      continue;
+    }
+    out.back().first += line + "\n";
+  }
+  return out;
+}
+
+int usage() {
+  std::cerr << "usage: pt2q-opt FILE|- [--passes=a,b] [--print-ir-after-all] [--split-input-file] [--list-passes]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file;
+  std::vector<std::string> passes;
+  bool print_after_all = false, split_input = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--passes=", 0) == 0) {
+      passes = split(a.substr(9), ',');
+    } else if (a == "--print-ir-after-all") {
+      print_after_all = true;
+    } else if (a == "--split-input-file") {
+      split_input = true;
+    } else if (a == "--list-passes") {
+      for (const pt2q::PassInfo* p : pt2q::defaultPassRegistry().all()) std::cout << p->flag << "\t" << p->summary << "\n";
+      return 0;
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      std::cerr << "pt2q-opt: unknown option " << a << "\n";
+      return usage();
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      return usage();
+    }
+  }
+  if (file.empty()) return usage();
+  std::stringstream buf;
+  if (file == "-") {
+    buf << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file);
+    if (!in) {
+      std::cerr << "pt2q-opt: cannot read " << file << "\n";
+      return 1;
+    }
+    buf << in.rdbuf();
+  }
+  const auto cases = split_input ? splitCases(buf.str()) : std::vector<std::pair<std::string, int>>{{buf.str(), 1}};
+  int status = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (i) std::cout << "# -----\n";
+    try {
+      // Keep line numbers in errors true to the file: pad with the lines before the case.
+      auto graph = pt2q::parseGraph(std::string(cases[i].second - 1, '\n') + cases[i].first, file);
+      pt2q::PassRunOptions options;
+      if (print_after_all) options.print_after = &std::cout;
+      pt2q::runPasses(*graph, passes, options);
+      if (!print_after_all || passes.empty()) std::cout << pt2q::printGraph(*graph);
+    } catch (const c10::Error& e) {
+      std::cout << "error: " << e.what_without_backtrace() << "\n";
+      std::cerr << "pt2q-opt: " << e.what_without_backtrace() << "\n";
+      status = 1;
+    }
+  }
+  return status;
+}
