@@ -18,7 +18,9 @@ bool fits(const Argument& a, const c10::TypePtr& t) {
     case c10::TypeKind::AnyType: return true;
     case c10::TypeKind::OptionalType:
       return a.isNone() || fits(a, t->expectRef<c10::OptionalType>().getElementType());
-    case c10::TypeKind::TensorType: return false;
+    // Python numbers passed for a Tensor become 0-dim tensors when the call runs (exported graphs
+    // hold aten.add_.Tensor(%buf, 1)).
+    case c10::TypeKind::TensorType: return a.is<int64_t>() || a.is<double>() || a.is<bool>();
     case c10::TypeKind::IntType:
     case c10::TypeKind::SymIntType: return a.is<int64_t>() || a.is<SymExpr>() || a.is<bool>();
     case c10::TypeKind::FloatType:

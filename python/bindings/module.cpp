@@ -2,6 +2,7 @@
 // libpt2q, whose static initializers register torch.ops.pt2q.*.
 #include <pybind11/pybind11.h>
 
+#include "python/bindings/graph.h"
 #include "python/bindings/info.h"
 #include "python/bindings/reference.h"
 
@@ -11,4 +12,6 @@ PYBIND11_MODULE(_C, m) {
   pt2q::python::bindInfo(info);
   auto reference = m.def_submodule("reference", "reference (plain ATen) implementations of the ops");
   pt2q::python::bindReference(reference);
+  auto graph = m.def_submodule("graph", "the pt2q IR: Graph, Node, text form");
+  pt2q::python::bindGraph(graph);
 }

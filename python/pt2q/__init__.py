@@ -7,7 +7,7 @@ Importing pt2q loads its C++ core, which registers the ``torch.ops.pt2q.*`` oper
 import torch  # noqa: F401  (libtorch must be loaded before libpt2q)
 
 from pt2q import _C  # noqa: F401  (loads libpt2q: registers torch.ops.pt2q.*)
-from pt2q import ops
+from pt2q import graph, ops
 from pt2q._version import __version__
 
-__all__ = ["ops", "__version__"]
+__all__ = ["graph", "ops", "__version__"]

@@ -119,8 +119,10 @@ TEST(VerifierTest, SchemaArityKeywordsAndKinds) {
   EXPECT_EQ(verifyMessage(*g), "node %add: aten.add.Tensor has no argument 'beta'");
   n->setArgs({Argument(x), Argument(x)}, {{"alpha", Argument("two")}});
   EXPECT_EQ(verifyMessage(*g), "node %add: argument 'alpha' of aten.add.Tensor expects Scalar, got a string");
-  n->setArgs({Argument(x), Argument(int64_t{3})});
-  EXPECT_EQ(verifyMessage(*g), "node %add: argument 'other' of aten.add.Tensor expects Tensor, got an int");
+  n->setArgs({Argument(x), Argument(ArgList{})});
+  EXPECT_EQ(verifyMessage(*g), "node %add: argument 'other' of aten.add.Tensor expects Tensor, got a list");
+  n->setArgs({Argument(x), Argument(int64_t{3})});  // a Python number for a Tensor is wrapped when run
+  EXPECT_EQ(verifyMessage(*g), "");
   n->setArgs({Argument(x), Argument(x)}, {{"alpha", Argument(2.5)}});
   EXPECT_EQ(verifyMessage(*g), "");
 }

@@ -1,0 +1,250 @@
+"""The pt2q IR from Python, and the bridge to and from ``torch.fx``.
+
+    g = pt2q.graph.from_fx(gm)        # FX GraphModule -> pt2q IR (tensors shared, not copied)
+    print(g)                          # the text form (docs/ir_text.md)
+    gm2 = pt2q.graph.to_fx(g)         # pt2q IR -> FX GraphModule
+
+Anything the IR does not model is carried opaquely: call_function targets that are not dispatcher
+operators (``operator.getitem``, higher-order operators such as ``torch.cond``), submodules
+(``call_module``, the branches of ``torch.cond``), and every node's original FX meta (FakeTensor
+values included), so ``to_fx(from_fx(gm))`` gives back the same graph.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Dict
+
+import torch
+import torch.fx as fx
+
+from pt2q._C import graph as _C
+
+Graph = _C.Graph
+Node = _C.Node
+Literal = _C.Literal
+parse = _C.parse
+
+__all__ = ["Graph", "Node", "Literal", "parse", "from_fx", "to_fx"]
+
+
+class IRConversionError(ValueError):
+    """A graph holds something the pt2q IR or the FX bridge cannot represent; names the node."""
+
+
+def _opaque_name(target: Callable) -> str:
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"torch.ops.higher_order.{target.name()}"
+    module = getattr(target, "__module__", None) or type(target).__module__
+    return f"{module}.{getattr(target, '__qualname__', getattr(target, '__name__', repr(target)))}"
+
+
+def _operator_name(target) -> str | None:
+    if isinstance(target, torch._ops.OpOverload):
+        ns, rest = target.name().split("::")
+        return f"{ns}.{rest}"
+    return None
+
+
+def _type_of(val) -> tuple | None:
+    if isinstance(val, torch.Tensor):
+        dims = [d if isinstance(d, int) else (int(d) if not isinstance(d, torch.SymInt) else Literal("sym", str(d)))
+                for d in val.shape]
+        return ("tensor", str(val.dtype).split(".")[1], dims, None)
+    if isinstance(val, torch.SymInt):
+        return ("sym_int", None, None, str(val))
+    if isinstance(val, torch.SymFloat):
+        return ("sym_float", None, None, str(val))
+    if isinstance(val, torch.SymBool):
+        return ("sym_bool", None, None, str(val))
+    return None
+
+
+def _module_type(t) -> str:
+    if isinstance(t, str):
+        return t
+    return f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', repr(t))}"
+
+
+def _to_ir_arg(a, env: Dict[fx.Node, Any], node: fx.Node):
+    if isinstance(a, fx.Node):
+        return env[a]
+    if isinstance(a, list):
+        return [_to_ir_arg(x, env, node) for x in a]
+    if isinstance(a, tuple):
+        return tuple(_to_ir_arg(x, env, node) for x in a)
+    if a is None or isinstance(a, (bool, int, float, str)):
+        return a
+    if isinstance(a, torch.dtype):
+        return Literal("dtype", str(a).split(".")[1])
+    if isinstance(a, torch.device):
+        return Literal("device", str(a))
+    if isinstance(a, torch.layout):
+        return Literal("layout", str(a).split(".")[1])
+    if isinstance(a, torch.memory_format):
+        return Literal("memory_format", str(a).split(".")[1])
+    if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return Literal("sym", str(a))
+    raise IRConversionError(f"node %{node.name} ({node.op} {node.target}): the pt2q IR cannot hold an argument "
+                            f"of type {type(a).__qualname__}: {a!r}")
+
+
+def from_fx(gm: fx.GraphModule) -> Graph:
+    """The pt2q IR of an FX ``GraphModule`` (e.g. ``torch.export.export(...).module()``).
+
+    Constants (``get_attr`` targets that are tensors) are shared with ``gm``, not copied. The IR
+    keeps placeholders first; FX also allows ``get_attr`` nodes before them (exported modules put
+    their parameters there), and those are placed after the placeholders, which changes no value.
+    """
+    if not isinstance(gm, fx.GraphModule):
+        raise IRConversionError(f"from_fx expects a torch.fx.GraphModule, got {type(gm).__qualname__}")
+    g = Graph()
+    g.name = type(gm).__name__
+    opaque: Dict[str, Callable] = {}
+    fx_meta: Dict[str, dict] = {}
+    env: Dict[fx.Node, Node] = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            p = g.add_placeholder(n.name)
+            if n.args:
+                p.set_args((_to_ir_arg(n.args[0], env, n),))
+            new = p
+        elif n.op == "output":
+            new = g.set_output(_to_ir_arg(n.args[0], env, n))
+        elif n.op == "get_attr":
+            new = g.create("get_attr", n.target, name=n.name)
+            value = operator.attrgetter(n.target)(gm)
+            if isinstance(value, torch.Tensor):
+                g.set_constant(n.target, value)
+        elif n.op == "call_module":
+            new = g.create("call_module", n.target, _to_ir_arg(tuple(n.args), env, n),
+                           {k: _to_ir_arg(v, env, n) for k, v in n.kwargs.items()}, n.name)
+        elif n.op == "call_function":
+            name = _operator_name(n.target)
+            if name is None:
+                name = _opaque_name(n.target)
+            new = g.create("call_function", name, _to_ir_arg(tuple(n.args), env, n),
+                           {k: _to_ir_arg(v, env, n) for k, v in n.kwargs.items()}, n.name)
+            if new.is_opaque:
+                prior = opaque.setdefault(name, n.target)
+                if prior is not n.target:
+                    raise IRConversionError(f"node %{n.name}: two different callables are both named {name}")
+        else:
+            raise IRConversionError(f"node %{n.name}: unknown FX node kind {n.op}")
+        if new.name != n.name:
+            raise IRConversionError(f"node %{n.name}: the name is not usable in the IR (became %{new.name})")
+        env[n] = new
+        _set_meta(new, n)
+        fx_meta[n.name] = n.meta
+    g.verify()
+    g._opaque = opaque
+    g._root = gm
+    g._fx_meta = fx_meta
+    return g
+
+
+def _set_meta(new: Node, n: fx.Node) -> None:
+    val = n.meta.get("val")
+    if isinstance(val, (list, tuple)):
+        types = [_type_of(v) or ("tensor", None, None, None) for v in val]
+        new.types = types
+        new.tuple_output = True
+    else:
+        t = _type_of(val)
+        if t is not None:
+            new.types = [t]
+    stack = n.meta.get("nn_module_stack")
+    if stack:
+        new.nn_module_stack = [(str(k), str(v[0]), _module_type(v[1])) for k, v in stack.items()]
+    trace = n.meta.get("stack_trace")
+    if trace:
+        new.stack_trace = trace
+
+
+def _resolve(g: Graph, n: Node) -> Callable:
+    if not n.is_opaque:
+        ns, name, *overload = n.target.split(".")
+        return getattr(getattr(getattr(torch.ops, ns), name), overload[0] if overload else "default")
+    table = getattr(g, "_opaque", {})
+    if n.target in table:
+        return table[n.target]
+    if n.target.startswith("_operator.") and hasattr(operator, n.target.split(".", 1)[1]):
+        return getattr(operator, n.target.split(".", 1)[1])
+    raise IRConversionError(f"node %{n.name}: no Python callable is known for the opaque target {n.target}")
+
+
+def _to_fx_arg(a, env: Dict[str, fx.Node], n: Node):
+    if isinstance(a, Node):
+        return env[a.name]
+    if isinstance(a, list):
+        return [_to_fx_arg(x, env, n) for x in a]
+    if isinstance(a, tuple):
+        return tuple(_to_fx_arg(x, env, n) for x in a)
+    if isinstance(a, Literal):
+        if a.kind == "device":
+            return torch.device(a.text)
+        if a.kind in ("dtype", "layout", "memory_format"):
+            return getattr(torch, a.text)
+        raise IRConversionError(f"node %{n.name}: a symbolic size {a.text!r} as an argument has no FX value")
+    return a
+
+
+def _set_attr_path(root: torch.nn.Module, path: str, value: torch.Tensor) -> None:
+    *parents, leaf = path.split(".")
+    m = root
+    for p in parents:
+        if not hasattr(m, p):
+            m.add_module(p, torch.nn.Module())
+        m = getattr(m, p)
+    if isinstance(value, torch.nn.Parameter):
+        m.register_parameter(leaf, value)
+    elif isinstance(getattr(m, leaf, None), torch.nn.Parameter):
+        m.register_parameter(leaf, torch.nn.Parameter(value, requires_grad=getattr(m, leaf).requires_grad))
+    else:
+        m.register_buffer(leaf, value)
+
+
+def to_fx(g: Graph) -> fx.GraphModule:
+    """An FX ``GraphModule`` running ``g``. Nodes keep their names; nodes that came from FX keep
+    their original meta; constants are the graph's tensors (shared)."""
+    fg = fx.Graph()
+    env: Dict[str, fx.Node] = {}
+    fx_meta = getattr(g, "_fx_meta", {})
+    for n in g.nodes():
+        args = tuple(_to_fx_arg(a, env, n) for a in n.args)
+        kwargs = {k: _to_fx_arg(v, env, n) for k, v in n.kwargs.items()}
+        if n.kind == "placeholder":
+            new = fg.create_node("placeholder", n.name, args, name=n.name)
+        elif n.kind == "output":
+            new = fg.output(args[0] if args else None)
+        elif n.kind == "call_function":
+            new = fg.create_node("call_function", _resolve(g, n), args, kwargs, name=n.name)
+        else:
+            new = fg.create_node(n.kind, n.target, args, kwargs, name=n.name)
+        if new.name != n.name and n.kind != "output":
+            raise IRConversionError(f"node %{n.name}: FX renamed it to {new.name}")
+        if n.name in fx_meta:
+            new.meta = dict(fx_meta[n.name])
+        else:
+            if n.stack_trace:
+                new.meta["stack_trace"] = n.stack_trace
+            if n.nn_module_stack:
+                new.meta["nn_module_stack"] = {k: (p, t) for k, p, t in n.nn_module_stack}
+        env[n.name] = new
+    root = getattr(g, "_root", None)
+    if isinstance(root, fx.GraphModule):
+        # The calling convention (an exported module flattens and rebuilds pytrees) goes with it.
+        fg._codegen = root.graph._codegen
+    if root is None:
+        root = torch.nn.Module()
+        for path, t in g.constants().items():
+            _set_attr_path(root, path, t)
+        gm = fx.GraphModule(root, fg, class_name=g.name)
+    else:
+        gm = fx.GraphModule(root, fg, class_name=type(root).__name__)
+        for path, t in g.constants().items():
+            if operator.attrgetter(path)(gm) is not t:
+                _set_attr_path(gm, path, t)
+    if hasattr(root, "meta"):
+        gm.meta.update(root.meta)
+    return gm
