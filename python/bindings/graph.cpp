@@ -4,9 +4,11 @@
 #include "python/bindings/graph.h"
 
 #include <pybind11/stl.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "graph/graph.h"
+#include "graph/interpreter.h"
 #include "graph/ir_text.h"
 #include "graph/pass.h"
 #include "graph/verifier.h"
@@ -225,6 +227,33 @@ void bindGraph(py::module_& m) {
       .def("run_passes", [](Graph& g, const std::vector<std::string>& flags) {
         const PassResult r = runPasses(g, flags);
         return py::make_tuple(r.changed, r.num_rewrites);
+      });
+
+  py::class_<Interpreter>(m, "Interpreter", "Runs a Graph through the dispatcher (graph/interpreter.h)")
+      .def(py::init<const Graph&>(), py::keep_alive<1, 2>())
+      .def("run", [](const Interpreter& interp, const py::args& args) {
+        std::vector<c10::IValue> inputs;
+        for (py::handle a : args) {
+          if (THPVariable_Check(a.ptr())) {
+            inputs.emplace_back(a.cast<at::Tensor>());
+          } else if (py::isinstance<py::bool_>(a)) {
+            inputs.emplace_back(a.cast<bool>());
+          } else if (py::isinstance<py::int_>(a)) {
+            inputs.emplace_back(a.cast<int64_t>());
+          } else if (py::isinstance<py::float_>(a)) {
+            inputs.emplace_back(a.cast<double>());
+          } else if (a.is_none()) {
+            inputs.emplace_back();
+          } else {
+            throw py::type_error("Interpreter.run takes tensors, ints, floats, bools and None");
+          }
+        }
+        c10::IValue out;
+        {
+          py::gil_scoped_release nogil;
+          out = interp.run(std::move(inputs));
+        }
+        return torch::jit::toPyObject(std::move(out));
       });
 
   m.def("parse", [](const std::string& text, const std::string& source) {
