@@ -36,6 +36,7 @@ std::unique_ptr<Pass> createDeadCodeEliminationPass() { return std::make_unique<
 
 void registerGraphPasses(PassRegistry& registry) {
   registry.add({"dead-code-elimination", "Erase unused nodes that have no effect", createDeadCodeEliminationPass});
+  registry.add({"simplify", "Value-preserving algebraic rewrites (neg-neg, relu-relu, eval-dropout)", createSimplifyPass});
 }
 
 }  // namespace pt2q

@@ -69,7 +69,16 @@ PassResult runPasses(Graph& graph, const std::vector<std::string>& flags, const 
 ///            return (%b,)
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
 
-/// Registers the passes of graph/ (dead-code-elimination).
+/// Value-preserving algebraic rewrites (patterns in graph/simplify_patterns.cpp):
+///
+///   neg-neg:       %b = aten.neg(aten.neg(%x))          ->  %x
+///   relu-relu:     %b = aten.relu(aten.relu(%x))        ->  aten.relu(%x)
+///   eval-dropout:  %y = aten.dropout(%x, %p, false)     ->  %x      (not when train is true)
+std::unique_ptr<Pass> createSimplifyPass();
+class RewritePatternSet;
+void populateSimplifyPatterns(RewritePatternSet& patterns);
+
+/// Registers the passes of graph/ (dead-code-elimination, simplify).
 void registerGraphPasses(PassRegistry& registry);
 
 }  // namespace pt2q

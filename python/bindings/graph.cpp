@@ -11,6 +11,7 @@
 #include "graph/interpreter.h"
 #include "graph/ir_text.h"
 #include "graph/pass.h"
+#include "graph/serialize.h"
 #include "graph/verifier.h"
 
 namespace py = pybind11;
@@ -255,6 +256,14 @@ void bindGraph(py::module_& m) {
         }
         return torch::jit::toPyObject(std::move(out));
       });
+
+  m.def("save", &saveGraph, py::arg("graph"), py::arg("path"), "Writes a .pt2q graph file (graph/serialize.h).");
+  m.def("load", [](const std::string& path) { return std::shared_ptr<Graph>(loadGraph(path)); }, py::arg("path"),
+        "Reads a .pt2q graph file; never runs code.");
+  m.def("serialize", [](const Graph& g) { return py::bytes(serializeGraph(g)); });
+  m.def("deserialize", [](const py::bytes& b, const std::string& source) {
+    return std::shared_ptr<Graph>(deserializeGraph(std::string(b), source));
+  }, py::arg("data"), py::arg("source") = "<bytes>");
 
   m.def("parse", [](const std::string& text, const std::string& source) {
     return std::shared_ptr<Graph>(parseGraph(text, source));

@@ -25,7 +25,7 @@ Node = _C.Node
 Literal = _C.Literal
 parse = _C.parse
 
-__all__ = ["Graph", "Node", "Literal", "parse", "from_fx", "to_fx"]
+__all__ = ["Graph", "Node", "Literal", "parse", "from_fx", "to_fx", "save", "load"]
 
 
 class IRConversionError(ValueError):
@@ -198,6 +198,8 @@ def _set_attr_path(root: torch.nn.Module, path: str, value: torch.Tensor) -> Non
         m = getattr(m, p)
     if isinstance(value, torch.nn.Parameter):
         m.register_parameter(leaf, value)
+    elif value.requires_grad:  # parameters come back from files as tensors that require grad
+        m.register_parameter(leaf, torch.nn.Parameter(value))
     elif isinstance(getattr(m, leaf, None), torch.nn.Parameter):
         m.register_parameter(leaf, torch.nn.Parameter(value, requires_grad=getattr(m, leaf).requires_grad))
     else:
@@ -248,3 +250,28 @@ def to_fx(g: Graph) -> fx.GraphModule:
     if hasattr(root, "meta"):
         gm.meta.update(root.meta)
     return gm
+
+
+def save(gm: fx.GraphModule | Graph, path: str) -> None:
+    """Writes ``gm`` (an FX GraphModule or a pt2q Graph) and its constant tensors to a ``.pt2q``
+    file: data only, no code. ``torch.export``'s input-guard module (an unused ``_guards_fn``
+    call_module) is Python code, so it is left out; any other submodule call is an error."""
+    g = from_fx(gm) if isinstance(gm, fx.GraphModule) else gm
+    constants = g.constants()
+    for n in g.nodes():
+        if n.kind == "get_attr" and n.target not in constants:
+            raise IRConversionError(f"node %{n.name}: get_attr \"{n.target}\" is not a tensor (a submodule or "
+                                    "subgraph), which a .pt2q file does not hold")
+        if n.kind == "call_module":
+            if n.target == "_guards_fn" and not n.users:
+                g.erase(n)
+            else:
+                raise IRConversionError(f"node %{n.name}: call_module \"{n.target}\" runs Python code, which a .pt2q "
+                                        "file does not hold")
+    _C.save(g, str(path))
+
+
+def load(path: str) -> fx.GraphModule:
+    """Reads a ``.pt2q`` file into an FX GraphModule (constants registered on it). Loading never
+    runs code from the file; a bad file fails with an error naming it."""
+    return to_fx(_C.load(str(path)))

@@ -1,0 +1,56 @@
+"""pt2q-opt from the shell: pass listing, pipelines, --print-ir-after-all, stdin, errors, and the
+rewrite driver's debug log (PT2Q_LOG=rewrite)."""
+
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OPT = os.path.join(ROOT, "build", "tools", "pt2q-opt", "pt2q-opt")
+
+GRAPH = """graph @g(%x: f32[4]):
+  %a = aten.neg(%x)
+  %b = aten.neg(%a)
+  %unused = aten.relu(%x)
+  return (%b,)
+"""
+
+pytestmark = pytest.mark.skipif(not os.path.exists(OPT), reason="pt2q-opt is not built (build/ missing)")
+
+
+def run(*args, stdin=GRAPH, env=None):
+    return subprocess.run([OPT, *args], input=stdin, capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=60)
+
+
+def test_lists_the_registered_passes():
+    out = run("--list-passes").stdout
+    assert "dead-code-elimination\t" in out and "simplify\t" in out
+
+
+def test_pipeline_from_stdin_with_ir_after_each_pass():
+    r = run("-", "--passes=simplify,dead-code-elimination", "--print-ir-after-all")
+    assert r.returncode == 0, r.stderr
+    assert "# IR after simplify" in r.stdout and "# IR after dead-code-elimination" in r.stdout
+    final = r.stdout.split("# IR after dead-code-elimination\n")[1]
+    assert final == "graph @g(%x: f32[4]):\n  return (%x,)\n"
+
+
+def test_unknown_pass_names_the_known_ones():
+    r = run("-", "--passes=simplfy")
+    assert r.returncode == 1
+    assert "unknown pass 'simplfy'; the passes are: dead-code-elimination, simplify" in r.stderr
+
+
+def test_rewrite_log_gives_the_reason_of_each_failed_match():
+    r = run("-", "--passes=simplify", stdin=GRAPH.replace("return (%b,)", "return (%b, %a)"),
+            env={"PT2Q_LOG": "rewrite"})
+    assert "[rewrite] neg-neg at %b: no match: %a (pattern %a) is also used by %output outside the match" in r.stderr
+    assert run("-", "--passes=simplify").stderr == ""  # silent without the flag
+
+
+def test_bad_input_is_an_error_with_position():
+    r = run("-", stdin="graph @g(%x):\n  %y = aten.relu(%q)\n  return (%y,)\n")
+    assert r.returncode == 1 and "<stdin>" not in r.stdout
+    assert "-:2:18: expected a value defined above, got %q" in r.stderr
