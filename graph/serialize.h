@@ -1,4 +1,4 @@
-// .pt2q graph files: the IR and its constant tensors, saved and loaded (proto/graph_file.proto).
+// .pt2q graph files: the IR and its constant tensors, saved and loaded (proto/graph.proto).
 #pragma once
 
 #include <memory>

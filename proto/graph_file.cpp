@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "proto/file_header.h"
-#include "proto/graph_file.pb.h"
+#include "proto/graph.pb.h"
 
 namespace pt2q {
 namespace {

@@ -54,3 +54,22 @@ def test_bad_input_is_an_error_with_position():
     r = run("-", stdin="graph @g(%x):\n  %y = aten.relu(%q)\n  return (%y,)\n")
     assert r.returncode == 1 and "<stdin>" not in r.stdout
     assert "-:2:18: expected a value defined above, got %q" in r.stderr
+
+
+def test_reads_and_writes_pt2q_files(tmp_path):
+    import torch
+
+    import pt2q
+    from tests.graph.zoo import exported
+
+    gm, _ = exported("mlp")
+    src = tmp_path / "mlp.pt2q"
+    pt2q.save(gm, src)
+    out = tmp_path / "out.pt2q"
+    r = run(str(src), "--passes=simplify,dead-code-elimination", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    back = pt2q.load(out)
+    x = torch.randn(4, 16)
+    assert torch.equal(back(x)[0], gm(x))
+    text = run(str(out)).stdout
+    assert text.startswith("graph @GraphModule(%x: f32[4, 16]):") and "aten.linear" in text

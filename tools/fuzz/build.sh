@@ -15,7 +15,7 @@ for f in graph/*.cpp; do
   clang++ $SAN $COMMON -isystem "$TORCH/include" -c "$f" -o "$OUT/obj/$(basename "$f" .cpp).o" &
 done
 # proto side: never sees torch's headers (see proto/README.md)
-for f in proto/file_header.cpp proto/graph_file.cpp build/proto/proto/file_header.pb.cc build/proto/proto/graph_file.pb.cc; do
+for f in proto/file_header.cpp proto/graph_file.cpp build/proto/proto/file_header.pb.cc build/proto/proto/graph.pb.cc; do
   clang++ $SAN $COMMON -Ibuild/proto -Ibuild/proto/proto -c "$f" -o "$OUT/obj/p_$(basename "$f" | tr . _).o" &
 done
 wait

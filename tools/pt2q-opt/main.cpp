@@ -1,6 +1,9 @@
 // pt2q-opt: reads IR text, runs registered passes, prints the result (mlir-opt's analogue).
 //
-//   pt2q-opt FILE|- [--passes=a,b] [--print-ir-after-all] [--split-input-file] [--list-passes]
+//   pt2q-opt FILE|- [--passes=a,b] [--print-ir-after-all] [--split-input-file] [-o OUT] [--list-passes]
+//
+// FILE is IR text or a .pt2q graph file (recognized by its magic bytes). The result is printed,
+// or written to OUT: a .pt2q file when OUT ends in .pt2q, IR text otherwise.
 #include <c10/util/Exception.h>
 
 #include <fstream>
@@ -11,6 +14,7 @@
 
 #include "graph/ir_text.h"
 #include "graph/pass.h"
+#include "graph/serialize.h"
 
 namespace {
 
@@ -47,14 +51,15 @@ std::vector<std::pair<std::string, int>> splitCases(const std::string& text) {
 }
 
 int usage() {
-  std::cerr << "usage: pt2q-opt FILE|- [--passes=a,b] [--print-ir-after-all] [--split-input-file] [--list-passes]\n";
+  std::cerr << "usage: pt2q-opt FILE|- [--passes=a,b] [--print-ir-after-all] [--split-input-file] [-o OUT] "
+               "[--list-passes]\n";
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string file;
+  std::string file, out_path;
   std::vector<std::string> passes;
   bool print_after_all = false, split_input = false;
   for (int i = 1; i < argc; ++i) {
@@ -65,6 +70,8 @@ int main(int argc, char** argv) {
       print_after_all = true;
     } else if (a == "--split-input-file") {
       split_input = true;
+    } else if (a == "-o" && i + 1 < argc) {
+      out_path = argv[++i];
     } else if (a == "--list-passes") {
       for (const pt2q::PassInfo* p : pt2q::defaultPassRegistry().all()) std::cout << p->flag << "\t" << p->summary << "\n";
       return 0;
@@ -89,17 +96,28 @@ int main(int argc, char** argv) {
     }
     buf << in.rdbuf();
   }
+  const bool binary = buf.str().compare(0, 8, "PT2QGRPH") == 0;
+  if (binary) split_input = false;
   const auto cases = split_input ? splitCases(buf.str()) : std::vector<std::pair<std::string, int>>{{buf.str(), 1}};
   int status = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (i) std::cout << "# -----\n";
     try {
       // Keep line numbers in errors true to the file: pad with the lines before the case.
-      auto graph = pt2q::parseGraph(std::string(cases[i].second - 1, '\n') + cases[i].first, file);
+      auto graph = binary ? pt2q::deserializeGraph(cases[i].first, file)
+                          : pt2q::parseGraph(std::string(cases[i].second - 1, '\n') + cases[i].first, file);
       pt2q::PassRunOptions options;
       if (print_after_all) options.print_after = &std::cout;
       pt2q::runPasses(*graph, passes, options);
-      if (!print_after_all || passes.empty()) std::cout << pt2q::printGraph(*graph);
+      if (!out_path.empty()) {
+        if (out_path.size() > 5 && out_path.compare(out_path.size() - 5, 5, ".pt2q") == 0) {
+          pt2q::saveGraph(*graph, out_path);
+        } else {
+          std::ofstream(out_path) << pt2q::printGraph(*graph);
+        }
+      } else if (!print_after_all || passes.empty()) {
+        std::cout << pt2q::printGraph(*graph);
+      }
     } catch (const c10::Error& e) {
       std::cout << "error: " << e.what_without_backtrace() << "\n";
       std::cerr << "pt2q-opt: " << e.what_without_backtrace() << "\n";
