@@ -19,8 +19,9 @@ namespace pt2q {
 ///  - placeholders come first, and the one output node comes last;
 ///  - every reference points at a node of this graph, and users() lists are exact;
 ///  - node names are unique; call_function nodes with an operator match its schema;
-///  - get_attr targets name a constant of this graph or, when the graph came from a module
-///    with submodules, a path the caller resolves (kept as text).
+///  - get_attr targets name a constant or a subgraph of this graph or, when the graph came from
+///    a module with submodules, a path the caller resolves (kept as text);
+///  - subgraphs are valid graphs themselves.
 /// Mutations keep the use lists right by construction; ordering and schema conformance are the
 /// caller's to keep and verify() to check.
 class Graph {
@@ -62,6 +63,11 @@ class Graph {
   std::map<std::string, at::Tensor>& constants() { return constants_; }
   const std::map<std::string, at::Tensor>& constants() const { return constants_; }
 
+  /// Graphs that get_attr nodes name, by path: the branches of torch.cond and other
+  /// higher-order operators' bodies. Each is a complete graph (placeholders, output).
+  std::map<std::string, std::shared_ptr<Graph>>& subgraphs() { return subgraphs_; }
+  const std::map<std::string, std::shared_ptr<Graph>>& subgraphs() const { return subgraphs_; }
+
   /// The graph's name (the `@name` of its text form).
   const std::string& name() const { return name_; }
   void setName(std::string n) { name_ = std::move(n); }
@@ -79,6 +85,7 @@ class Graph {
   Node* output_ = nullptr;
   std::map<std::string, Node*> by_name_;
   std::map<std::string, at::Tensor> constants_;
+  std::map<std::string, std::shared_ptr<Graph>> subgraphs_;
   std::string name_ = "main";
 };
 

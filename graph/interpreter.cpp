@@ -80,7 +80,7 @@ bool hasNodes(const Argument& a) {
 
 struct Interpreter::Step {
   const Node* node = nullptr;
-  enum class Kind { kInput, kConstant, kOp, kGetItem, kSkip, kOutput } kind = Kind::kSkip;
+  enum class Kind { kInput, kConstant, kOp, kGetItem, kCond, kSkip, kOutput } kind = Kind::kSkip;
   int64_t input_index = -1;
   c10::IValue constant;
   std::optional<c10::OperatorHandle> op;
@@ -88,6 +88,8 @@ struct Interpreter::Step {
   size_t num_returns = 0;
   std::vector<int64_t> release;   // slots whose last use is this step
   Operand output;                 // kOutput
+  const Interpreter* branch_true = nullptr;   // kCond
+  const Interpreter* branch_false = nullptr;
 };
 
 namespace {
@@ -148,6 +150,10 @@ Interpreter::Interpreter(const Graph& graph) : graph_(graph) {
         s.input_index = static_cast<int64_t>(num_inputs_++);
         break;
       case NodeKind::kGetAttr: {
+        if (graph.subgraphs().count(n.target())) {
+          s.kind = Step::Kind::kSkip;  // a branch: its users (cond) hold its interpreter
+          break;
+        }
         auto it = graph.constants().find(n.target());
         if (it == graph.constants().end()) failAt(n, "the graph has no constant named \"" + n.target() + "\"");
         s.kind = Step::Kind::kConstant;
@@ -165,6 +171,26 @@ Interpreter::Interpreter(const Graph& graph) : graph_(graph) {
         s.output = operandOf(n.args().empty() ? Argument() : n.args()[0], nullptr, n, slot);
         break;
       case NodeKind::kCallFunction: {
+        if (n.isOpaque() && n.target() == "torch.ops.higher_order.cond") {
+          // cond(pred, true_fn, false_fn, operands): both branches are subgraphs of this graph.
+          if (n.args().size() != 4 || !n.kwargs().empty()) failAt(n, "cond takes (pred, true_fn, false_fn, operands)");
+          auto branch = [&](const Argument& a) -> const Interpreter* {
+            if (!a.isNode() || a.node()->kind() != NodeKind::kGetAttr ||
+                !graph.subgraphs().count(a.node()->target())) {
+              failAt(n, "a cond branch must be a get_attr of a subgraph, got " + printArgument(a));
+            }
+            const std::string& path = a.node()->target();
+            auto& interp = branches_[path];
+            if (!interp) interp = std::make_unique<Interpreter>(*graph.subgraphs().at(path));
+            return interp.get();
+          };
+          s.kind = Step::Kind::kCond;
+          s.branch_true = branch(n.args()[1]);
+          s.branch_false = branch(n.args()[2]);
+          s.operands.push_back(operandOf(n.args()[0], nullptr, n, slot));
+          s.operands.push_back(operandOf(n.args()[3], nullptr, n, slot));
+          break;
+        }
         if (n.isOpaque()) {
           if (n.target() != "_operator.getitem" || n.args().size() != 2 || !n.args()[1].is<int64_t>()) {
             failAt(n, "the opaque call " + n.target() + " needs Python (the interpreter runs operators and "
@@ -226,6 +252,19 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) const {
         } else {
           failAt(*s.node, "getitem on a value that is neither a tuple nor a list");
         }
+        break;
+      }
+      case Step::Kind::kCond: {
+        const c10::IValue pred = valueOf(s.operands[0], values);
+        const bool take = pred.isTensor() ? pred.toTensor().item<bool>() : pred.toBool();
+        const c10::IValue ops = valueOf(s.operands[1], values);
+        std::vector<c10::IValue> args;
+        if (ops.isTuple()) {
+          args = ops.toTupleRef().elements().vec();
+        } else {
+          for (const c10::IValue& v : ops.toListRef()) args.push_back(v);
+        }
+        values[i] = (take ? s.branch_true : s.branch_false)->run(std::move(args));
         break;
       }
       case Step::Kind::kOp: {

@@ -4,6 +4,9 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -15,10 +18,11 @@ namespace pt2q {
 /// value's last use; run() then only moves IValues.
 ///
 /// Runs: placeholders (the inputs, in order), get_attr (the graph's constants), call_function
-/// of dispatcher operators, and the opaque `_operator.getitem` on tuples and lists. Other
-/// opaque calls and call_module nodes need Python: construction fails naming the node, except
-/// an unused `_guards_fn` call_module (torch.export's input guard, which the caller's Python
-/// module checks), which is skipped.
+/// of dispatcher operators, the opaque `_operator.getitem` on tuples and lists, and
+/// `torch.ops.higher_order.cond` whose branches are subgraphs (run by nested interpreters).
+/// Other opaque calls and call_module nodes need Python: construction fails naming the node,
+/// except an unused `_guards_fn` call_module (torch.export's input guard, which the caller's
+/// Python module checks), which is skipped.
 class Interpreter {
  public:
   explicit Interpreter(const Graph& graph);
@@ -34,6 +38,7 @@ class Interpreter {
   struct Step;
   const Graph& graph_;
   std::vector<Step> steps_;
+  std::map<std::string, std::unique_ptr<Interpreter>> branches_;  // subgraph path -> its interpreter
   size_t num_inputs_ = 0;
 };
 

@@ -37,7 +37,7 @@ class Lexer {
     if (c == '%' || c == '@') {
       ++i_;
       t.kind = c == '%' ? Tok::kValue : Tok::kGlobal;
-      t.text = word();
+      t.text = word(/*dots=*/c == '@');
       if (t.text.empty()) fail(t, std::string("a name after '") + c + "'");
       return t;
     }
@@ -168,8 +168,36 @@ class Parser {
  public:
   Parser(std::string_view text, const std::string& source) : lex_(text, source) { advance(); }
 
+  // The main graph, then its subgraphs, each named by its path (docs/ir_text.md).
   std::unique_ptr<Graph> parse() {
-    graph_ = std::make_unique<Graph>();
+    auto main = std::make_unique<Graph>();
+    parseOne(*main);
+    while (tok_.kind != Tok::kEnd) {
+      if (!(tok_.kind == Tok::kIdent && tok_.text == "graph")) fail("the end of the graph after 'return', or a subgraph");
+      auto sub = std::make_shared<Graph>();
+      const Token at = tok_;
+      parseOne(*sub);
+      attach(*main, sub->name(), sub, at);
+    }
+    verify(*main);
+    return main;
+  }
+
+ private:
+  // A subgraph path "a.b" goes into subgraph "a" when there is one, else it is a path of its own.
+  void attach(Graph& g, const std::string& path, std::shared_ptr<Graph> sub, const Token& at) {
+    const size_t dot = path.find('.');
+    if (dot != std::string::npos) {
+      auto it = g.subgraphs().find(path.substr(0, dot));
+      if (it != g.subgraphs().end()) return attach(*it->second, path.substr(dot + 1), std::move(sub), at);
+    }
+    if (g.subgraphs().count(path)) lex_.fail(at, "a new subgraph name", "@" + path + " a second time");
+    sub->setName(path);
+    g.subgraphs()[path] = std::move(sub);
+  }
+
+  void parseOne(Graph& target) {
+    graph_ = &target;
     expectIdent("graph");
     if (tok_.kind != Tok::kGlobal) fail("the graph's name, '@name'");
     graph_->setName(tok_.text);
@@ -189,12 +217,8 @@ class Parser {
     advance();
     Node* out = graph_->setOutput(parseArg());
     if (isPunct("{")) parseMeta(out->meta());
-    if (tok_.kind != Tok::kEnd) fail("the end of the graph after 'return'");
-    verify(*graph_);
-    return std::move(graph_);
   }
 
- private:
   void advance() { tok_ = lex_.next(); }
   [[noreturn]] void fail(const std::string& expected) const { lex_.fail(tok_, expected, describe(tok_)); }
   static std::string describe(const Token& t) {
@@ -484,7 +508,7 @@ class Parser {
 
   Lexer lex_;
   Token tok_;
-  std::unique_ptr<Graph> graph_;
+  Graph* graph_ = nullptr;
 };
 
 }  // namespace

@@ -171,8 +171,31 @@ std::string printNode(const Node& n) {
   return "";
 }
 
+namespace {
+
+std::string printOne(const Graph& graph, const std::string& name);
+
+// Subgraphs follow their parent, named by their full path from the main graph.
+void printSubgraphs(const Graph& graph, const std::string& prefix, std::string& out) {
+  for (const auto& [path, sub] : graph.subgraphs()) {
+    const std::string full = prefix.empty() ? path : prefix + "." + path;
+    out += "\n" + printOne(*sub, full);
+    printSubgraphs(*sub, full, out);
+  }
+}
+
+}  // namespace
+
 std::string printGraph(const Graph& graph) {
-  std::string out = "graph @" + graph.name() + "(";
+  std::string out = printOne(graph, graph.name());
+  printSubgraphs(graph, "", out);
+  return out;
+}
+
+namespace {
+
+std::string printOne(const Graph& graph, const std::string& name) {
+  std::string out = "graph @" + name + "(";
   const std::vector<Node*> ps = graph.placeholders();
   for (size_t i = 0; i < ps.size(); ++i) out += (i ? ", " : "") + printParam(*ps[i]);
   out += "):\n";
@@ -181,5 +204,7 @@ std::string printGraph(const Graph& graph) {
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace pt2q

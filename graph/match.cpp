@@ -118,7 +118,9 @@ bool matchNode(const Node* p, Node* g, State& s) {
   for (size_t i = 0; i < p->args().size(); ++i) {
     if (!matchArg(p->args()[i], g->args()[i], s, g)) return false;
   }
-  for (const auto& [key, pv] : p->kwargs()) {
+  for (const auto& kw : p->kwargs()) {
+    const std::string& key = kw.first;
+    const Argument& pv = kw.second;
     auto gk = std::find_if(g->kwargs().begin(), g->kwargs().end(), [&](const auto& kv) { return kv.first == key; });
     if (gk == g->kwargs().end()) {
       s.why = "%" + g->name() + " has no keyword argument " + key;

@@ -233,8 +233,9 @@ struct Loader {
 
 }  // namespace
 
-std::string serializeGraph(const Graph& graph) {
-  verify(graph);
+namespace {
+
+GraphRecord recordOf(const Graph& graph) {
   GraphRecord g;
   g.name = graph.name();
   for (const Node* n : graph.nodes()) {
@@ -269,7 +270,34 @@ std::string serializeGraph(const Graph& graph) {
     g.nodes.push_back(std::move(r));
   }
   for (const auto& [path, t] : graph.constants()) g.tensors.push_back(tensorRecord(path, t));
-  return encodeGraphFile(g, "pt2q");
+  for (const auto& [path, sub] : graph.subgraphs()) g.subgraphs.push_back({path, recordOf(*sub)});
+  return g;
+}
+
+std::unique_ptr<Graph> buildGraph(const GraphRecord& rec, const std::string& source) {
+  auto graph = std::make_unique<Graph>();
+  graph->setName(rec.name.empty() ? "main" : rec.name);
+  Loader loader{source, graph.get(), {}};
+  // Subgraphs first: the parent's get_attr nodes name them.
+  for (const SubgraphRecord& sub : rec.subgraphs) {
+    if (sub.path.empty() || graph->subgraphs().count(sub.path)) {
+      loader.fail("subgraph \"" + sub.path + "\": an empty or repeated path");
+    }
+    graph->subgraphs()[sub.path] = buildGraph(sub.graph, source + " (subgraph " + sub.path + ")");
+  }
+  for (const NodeRecord& n : rec.nodes) loader.node(n);
+  for (const TensorRecord& t : rec.tensors) {
+    if (graph->constants().count(t.path)) loader.fail("the tensor \"" + t.path + "\" appears twice");
+    graph->constants()[t.path] = loader.tensor(t);
+  }
+  return graph;
+}
+
+}  // namespace
+
+std::string serializeGraph(const Graph& graph) {
+  verify(graph);
+  return encodeGraphFile(recordOf(graph), "pt2q");
 }
 
 std::unique_ptr<Graph> deserializeGraph(const std::string& bytes, const std::string& source) {
@@ -279,16 +307,9 @@ std::unique_ptr<Graph> deserializeGraph(const std::string& bytes, const std::str
   } catch (const std::runtime_error& e) {
     TORCH_CHECK(false, e.what());
   }
-  auto graph = std::make_unique<Graph>();
-  graph->setName(rec.name.empty() ? "main" : rec.name);
-  Loader loader{source, graph.get(), {}};
-  for (const NodeRecord& n : rec.nodes) loader.node(n);
-  for (const TensorRecord& t : rec.tensors) {
-    if (graph->constants().count(t.path)) loader.fail("the tensor \"" + t.path + "\" appears twice");
-    graph->constants()[t.path] = loader.tensor(t);
-  }
+  auto graph = buildGraph(rec, source);
   const std::string e = verifyMessage(*graph);
-  if (!e.empty()) loader.fail("the graph is invalid: " + e);
+  TORCH_CHECK(e.empty(), "loadGraph: ", source, ": the graph is invalid: ", e);
   return graph;
 }
 

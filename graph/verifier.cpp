@@ -152,6 +152,10 @@ std::string verifyMessage(const Graph& graph) {
     }
   }
   if (graph.output() == nullptr) return "the graph has no output node";
+  for (const auto& [path, sub] : graph.subgraphs()) {
+    const std::string e = verifyMessage(*sub);
+    if (!e.empty()) return "in subgraph \"" + path + "\": " + e;
+  }
   return "";
 }
 

@@ -60,16 +60,11 @@ ArgRecord fromProto(const proto::Argument& p) {
   return a;
 }
 
-}  // namespace
-
-std::string encodeGraphFile(const GraphRecord& g, const std::string& producer) {
-  proto::GraphFile f;
-  f.mutable_header()->set_format_version(kFormatVersion);
-  f.mutable_header()->set_producer(producer);
-  f.mutable_header()->set_payload_kind("graph");
-  f.set_name(g.name);
+template <typename Msg>
+void writeBody(const GraphRecord& g, Msg* f) {
+  f->set_name(g.name);
   for (const NodeRecord& n : g.nodes) {
-    proto::Node* p = f.add_nodes();
+    proto::Node* p = f->add_nodes();
     p->set_name(n.name);
     p->set_kind(static_cast<proto::Node::Kind>(n.kind));
     p->set_target(n.target);
@@ -107,7 +102,7 @@ std::string encodeGraphFile(const GraphRecord& g, const std::string& producer) {
     }
   }
   for (const TensorRecord& t : g.tensors) {
-    proto::Tensor* p = f.add_tensors();
+    proto::Tensor* p = f->add_tensors();
     p->set_path(t.path);
     p->set_dtype(t.dtype);
     for (int64_t s : t.shape) p->add_shape(s);
@@ -116,27 +111,15 @@ std::string encodeGraphFile(const GraphRecord& g, const std::string& producer) {
     p->set_is_parameter(t.is_parameter);
     p->set_requires_grad(t.requires_grad);
   }
-  std::string out(kMagic, kMagicSize);
-  if (!f.AppendToString(&out)) throw std::runtime_error("pt2q: failed to serialize the graph file");
-  return out;
+  for (const SubgraphRecord& sub : g.subgraphs) {
+    proto::Subgraph* p = f->add_subgraphs();
+    p->set_path(sub.path);
+    writeBody(sub.graph, p);
+  }
 }
 
-GraphRecord decodeGraphFile(const std::string& bytes, const std::string& source) {
-  if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
-    throw std::runtime_error("pt2q: " + source + " is not a pt2q graph file (it does not start with \"PT2QGRPH\")");
-  }
-  proto::GraphFile f;
-  // ParseFromArray fails (never crashes) on truncated or corrupted bytes and on nesting deeper
-  // than protobuf's recursion limit (100), which bounds argument lists within lists.
-  if (!f.ParseFromArray(bytes.data() + kMagicSize, static_cast<int>(bytes.size() - kMagicSize))) {
-    throw std::runtime_error("pt2q: " + source + " is truncated or corrupted: its graph does not parse (" +
-                             std::to_string(bytes.size()) + " bytes)");
-  }
-  if (!f.has_header()) throw std::runtime_error("pt2q: " + source + " has no file header");
-  const FileHeader h = decodeFileHeader(f.header().SerializeAsString(), source);
-  if (h.payload_kind != "graph") {
-    throw std::runtime_error("pt2q: " + source + " holds \"" + h.payload_kind + "\", not a graph");
-  }
+template <typename Msg>
+GraphRecord readBody(const Msg& f) {
   GraphRecord g;
   g.name = f.name();
   for (const proto::Node& p : f.nodes()) {
@@ -180,7 +163,40 @@ GraphRecord decodeGraphFile(const std::string& bytes, const std::string& source)
     t.requires_grad = p.requires_grad();
     g.tensors.push_back(std::move(t));
   }
+  for (const proto::Subgraph& p : f.subgraphs()) g.subgraphs.push_back({p.path(), readBody(p)});
   return g;
+}
+
+}  // namespace
+
+std::string encodeGraphFile(const GraphRecord& g, const std::string& producer) {
+  proto::GraphFile f;
+  f.mutable_header()->set_format_version(kFormatVersion);
+  f.mutable_header()->set_producer(producer);
+  f.mutable_header()->set_payload_kind("graph");
+  writeBody(g, &f);
+  std::string out(kMagic, kMagicSize);
+  if (!f.AppendToString(&out)) throw std::runtime_error("pt2q: failed to serialize the graph file");
+  return out;
+}
+
+GraphRecord decodeGraphFile(const std::string& bytes, const std::string& source) {
+  if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
+    throw std::runtime_error("pt2q: " + source + " is not a pt2q graph file (it does not start with \"PT2QGRPH\")");
+  }
+  proto::GraphFile f;
+  // ParseFromArray fails (never crashes) on truncated or corrupted bytes and on nesting deeper
+  // than protobuf's recursion limit (100), which bounds argument lists within lists.
+  if (!f.ParseFromArray(bytes.data() + kMagicSize, static_cast<int>(bytes.size() - kMagicSize))) {
+    throw std::runtime_error("pt2q: " + source + " is truncated or corrupted: its graph does not parse (" +
+                             std::to_string(bytes.size()) + " bytes)");
+  }
+  if (!f.has_header()) throw std::runtime_error("pt2q: " + source + " has no file header");
+  const FileHeader h = decodeFileHeader(f.header().SerializeAsString(), source);
+  if (h.payload_kind != "graph") {
+    throw std::runtime_error("pt2q: " + source + " holds \"" + h.payload_kind + "\", not a graph");
+  }
+  return readBody(f);
 }
 
 }  // namespace pt2q

@@ -59,10 +59,18 @@ struct TensorRecord {
   bool requires_grad = false;
 };
 
+struct SubgraphRecord;
+
 struct GraphRecord {
   std::string name;
   std::vector<NodeRecord> nodes;
   std::vector<TensorRecord> tensors;
+  std::vector<SubgraphRecord> subgraphs;
+};
+
+struct SubgraphRecord {
+  std::string path;
+  GraphRecord graph;
 };
 
 /// The bytes of a graph file: an 8-byte magic "PT2QGRPH", then the GraphFile message.

@@ -223,6 +223,11 @@ void bindGraph(py::module_& m) {
       .def("replace_all_uses_with", &Graph::replaceAllUsesWith)
       .def("set_constant", [](Graph& g, const std::string& path, const at::Tensor& t) { g.constants()[path] = t; })
       .def("constants", [](const Graph& g) { return g.constants(); })
+      .def("set_subgraph", [](Graph& g, const std::string& path, std::shared_ptr<Graph> sub) {
+        sub->setName(path);
+        g.subgraphs()[path] = std::move(sub);
+      })
+      .def("subgraphs", [](const Graph& g) { return g.subgraphs(); })
       .def("verify", [](const Graph& g) { verify(g); })
       .def("__str__", [](const Graph& g) { return printGraph(g); })
       .def("run_passes", [](Graph& g, const std::vector<std::string>& flags) {

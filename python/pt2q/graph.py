@@ -6,8 +6,9 @@
 
 Anything the IR does not model is carried opaquely: call_function targets that are not dispatcher
 operators (``operator.getitem``, higher-order operators such as ``torch.cond``), submodules
-(``call_module``, the branches of ``torch.cond``), and every node's original FX meta (FakeTensor
-values included), so ``to_fx(from_fx(gm))`` gives back the same graph.
+(``call_module``), and every node's original FX meta (FakeTensor values included), so
+``to_fx(from_fx(gm))`` gives back the same graph. The branches of higher-order operators (FX
+GraphModules reached by ``get_attr``) become subgraphs of the IR.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def from_fx(gm: fx.GraphModule) -> Graph:
             value = operator.attrgetter(n.target)(gm)
             if isinstance(value, torch.Tensor):
                 g.set_constant(n.target, value)
+            elif isinstance(value, fx.GraphModule):  # a higher-order op's branch or body
+                g.set_subgraph(n.target, from_fx(value))
         elif n.op == "call_module":
             new = g.create("call_module", n.target, _to_ir_arg(tuple(n.args), env, n),
                            {k: _to_ir_arg(v, env, n) for k, v in n.kwargs.items()}, n.name)
@@ -168,6 +171,8 @@ def _resolve(g: Graph, n: Node) -> Callable:
     table = getattr(g, "_opaque", {})
     if n.target in table:
         return table[n.target]
+    if n.target.startswith("torch.ops.higher_order."):  # a registry lookup, not code from a file
+        return getattr(torch.ops.higher_order, n.target.rsplit(".", 1)[1])
     if n.target.startswith("_operator.") and hasattr(operator, n.target.split(".", 1)[1]):
         return getattr(operator, n.target.split(".", 1)[1])
     raise IRConversionError(f"node %{n.name}: no Python callable is known for the opaque target {n.target}")
@@ -241,6 +246,14 @@ def to_fx(g: Graph) -> fx.GraphModule:
         root = torch.nn.Module()
         for path, t in g.constants().items():
             _set_attr_path(root, path, t)
+        for path, sub in g.subgraphs().items():
+            *parents, leaf = path.split(".")
+            m = root
+            for p in parents:
+                if not hasattr(m, p):
+                    m.add_module(p, torch.nn.Module())
+                m = getattr(m, p)
+            m.add_module(leaf, to_fx(sub))
         gm = fx.GraphModule(root, fg, class_name=g.name)
     else:
         gm = fx.GraphModule(root, fg, class_name=type(root).__name__)
@@ -258,10 +271,11 @@ def save(gm: fx.GraphModule | Graph, path: str) -> None:
     call_module) is Python code, so it is left out; any other submodule call is an error."""
     g = from_fx(gm) if isinstance(gm, fx.GraphModule) else gm
     constants = g.constants()
+    subgraphs = g.subgraphs()
     for n in g.nodes():
-        if n.kind == "get_attr" and n.target not in constants:
-            raise IRConversionError(f"node %{n.name}: get_attr \"{n.target}\" is not a tensor (a submodule or "
-                                    "subgraph), which a .pt2q file does not hold")
+        if n.kind == "get_attr" and n.target not in constants and n.target not in subgraphs:
+            raise IRConversionError(f"node %{n.name}: get_attr \"{n.target}\" is neither a tensor nor a graph "
+                                    "(a Python module), which a .pt2q file does not hold")
         if n.kind == "call_module":
             if n.target == "_guards_fn" and not n.users:
                 g.erase(n)

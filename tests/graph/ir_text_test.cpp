@@ -88,6 +88,34 @@ TEST(IrTextTest, BuiltGraphsRoundTripBitForBit) {
   }
 }
 
+// Subgraphs (a cond's branches) print after the main graph, named by path, and parse back.
+TEST(IrTextTest, SubgraphsRoundTripAndAttachByPath) {
+  const std::string text = R"IR(graph @main(%p: b8[], %x: f32[2]):
+  %t = get_attr "true_graph_0"
+  %f = get_attr "sub.false_graph_0"
+  %c = call_opaque "torch.ops.higher_order.cond"(%p, %t, %f, (%x,))
+  %g = call_opaque "_operator.getitem"(%c, 0)
+  return (%g,)
+
+graph @sub.false_graph_0(%x: f32[2]):
+  %n = aten.neg(%x)
+  return (%n,)
+
+graph @true_graph_0(%x: f32[2]):
+  %r = aten.relu(%x)
+  return (%r,)
+
+graph @true_graph_0.inner(%y):
+  return (%y,)
+)IR";
+  auto g = parseGraph(text, "t");
+  ASSERT_EQ(g->subgraphs().size(), 2u);
+  EXPECT_EQ(g->subgraphs().at("true_graph_0")->subgraphs().count("inner"), 1u);  // nested by its path prefix
+  EXPECT_EQ(g->subgraphs().at("sub.false_graph_0")->name(), "sub.false_graph_0");
+  EXPECT_EQ(printGraph(*g), text);
+  expectSameGraph(*g->subgraphs().at("true_graph_0"), *parseGraph(printGraph(*g), "t")->subgraphs().at("true_graph_0"));
+}
+
 void expectParseError(const char* text, const std::string& message) {
   try {
     parseGraph(text, "in.ir");
@@ -111,6 +139,9 @@ TEST(IrTextTest, ErrorsNameTheLineColumnAndExpectation) {
                    "expected a keyword argument (positional arguments come first)");
   expectParseError("graph @g(%x):\n  %y = aten.relu(%x)\n", "expected a node or 'return', got the end of the text");
   expectParseError("graph @g(%x):\n  return (%x)", "expected a 1-tuple written '(x,)'");
+  expectParseError("graph @g(%x):\n  return (%x,)\ngraph @s(%y):\n  return (%y,)\ngraph @s(%y):\n  return (%y,)\n",
+                   "in.ir:5:1: expected a new subgraph name, got @s a second time");
+  expectParseError("graph @g(%x):\n  return (%x,)\n%y = aten.relu(%x)", "expected the end of the graph after 'return', or a subgraph");
   // Parsed graphs are verified: schema errors come with the node.
   expectParseError("graph @g(%x):\n  %y = aten.add.Tensor(%x)\n  return (%y,)",
                    "node %y: aten.add.Tensor is missing its required argument 'other'");

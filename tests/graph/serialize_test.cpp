@@ -48,6 +48,27 @@ TEST(SerializeTest, RoundTripIsExact) {
   EXPECT_EQ(serializeGraph(*back), bytes);  // deterministic
 }
 
+TEST(SerializeTest, SubgraphsRoundTrip) {
+  auto g = parseGraph(R"IR(graph @main(%p: b8[], %x: f32[2]):
+  %t = get_attr "true_graph_0"
+  %f = get_attr "false_graph_0"
+  %c = call_opaque "torch.ops.higher_order.cond"(%p, %t, %f, (%x,))
+  return (%c,)
+
+graph @false_graph_0(%x: f32[2]):
+  %n = aten.neg(%x)
+  return (%n,)
+
+graph @true_graph_0(%x: f32[2]):
+  %r = aten.relu(%x)
+  return (%r,)
+)IR");
+  g->subgraphs().at("true_graph_0")->constants()["k"] = at::ones({2});
+  auto back = deserializeGraph(serializeGraph(*g), "mem");
+  EXPECT_EQ(printGraph(*back), printGraph(*g));
+  EXPECT_TRUE(at::equal(back->subgraphs().at("true_graph_0")->constants().at("k"), at::ones({2})));
+}
+
 void expectLoadError(const std::string& bytes, const std::string& message) {
   try {
     deserializeGraph(bytes, "f.pt2q");

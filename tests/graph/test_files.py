@@ -11,7 +11,7 @@ import pt2q
 from pt2q.graph import IRConversionError
 from tests.graph.zoo import ZOO, exported
 
-SAVABLE = sorted(set(ZOO) - {"cond"})
+SAVABLE = sorted(ZOO)
 
 
 def _flat(x):
@@ -43,10 +43,26 @@ def test_parameters_and_buffers_come_back(tmp_path):
     assert torch.equal(loaded.get_buffer("bn.running_var"), gm.get_buffer("bn.running_var"))
 
 
-def test_subgraphs_are_refused_at_save_time(tmp_path):
+def test_cond_branches_are_saved_as_subgraphs(tmp_path):
     gm, _ = exported("cond")
-    with pytest.raises(IRConversionError, match=r"node %true_graph_0: get_attr \"true_graph_0\" is not a tensor"):
-        pt2q.save(gm, tmp_path / "c.pt2q")
+    pt2q.save(gm, tmp_path / "c.pt2q")
+    loaded = pt2q.load(tmp_path / "c.pt2q")
+    assert isinstance(loaded.true_graph_0, torch.fx.GraphModule)
+    x = torch.randn(3, 4).abs() + 0.1
+    for inp in (x, -x):
+        assert torch.equal(loaded(inp)[0], gm(inp))
+
+
+def test_python_modules_are_refused_at_save_time(tmp_path):
+    root = torch.nn.Module()
+    root.sub = torch.nn.Linear(2, 2)
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    sub = graph.get_attr("sub")
+    graph.output(graph.call_function(id, (sub,)))
+    with pytest.raises(IRConversionError, match=r"node %sub: get_attr \"sub\" is neither a tensor nor a graph"):
+        pt2q.save(torch.fx.GraphModule(root, graph), tmp_path / "m.pt2q")
+    del x
 
 
 def test_bad_files_name_the_file(tmp_path):

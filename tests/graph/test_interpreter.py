@@ -10,7 +10,7 @@ from pt2q._C.graph import Interpreter
 from pt2q.graph import from_fx, parse
 from tests.graph.zoo import ZOO, exported
 
-RUNNABLE = sorted(set(ZOO) - {"cond"})
+RUNNABLE = sorted(ZOO)
 
 
 def _flat(x):
@@ -35,10 +35,23 @@ def test_interpreter_matches_fx_bit_for_bit(name):
         assert torch.equal(gm.state_dict()[k], t), k
 
 
-def test_higher_order_ops_need_python():
+def test_cond_runs_the_branch_the_predicate_picks():
     gm, _ = exported("cond")
-    with pytest.raises(RuntimeError, match=r"interpreter: node %true_graph_0 .*has no constant named \"true_graph_0\""):
-        Interpreter(from_fx(gm))
+    reference = copy.deepcopy(gm)
+    interp = Interpreter(from_fx(gm))
+    x = torch.randn(3, 4)
+    for sign in (1.0, -1.0):  # sum > 0 takes the relu branch, else the sigmoid branch
+        inp = sign * (x.abs() + 0.1)
+        (got,), want = interp.run(inp), reference(inp)
+        assert torch.equal(got, want)
+    assert not torch.equal(interp.run(x.abs() + 0.1)[0], interp.run(-(x.abs() + 0.1))[0])
+
+
+def test_cond_branches_must_be_subgraphs():
+    g = parse('graph @g(%p: b8[], %x: f32[2], %f: f32[2]):\n'
+              '  %c = call_opaque "torch.ops.higher_order.cond"(%p, %f, %f, (%x,))\n  return (%c,)\n')
+    with pytest.raises(RuntimeError, match=r"node %c .*a cond branch must be a get_attr of a subgraph, got %f"):
+        Interpreter(g)
 
 
 def test_opaque_calls_and_modules_need_python():

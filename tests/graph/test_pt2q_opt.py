@@ -73,3 +73,25 @@ def test_reads_and_writes_pt2q_files(tmp_path):
     assert torch.equal(back(x)[0], gm(x))
     text = run(str(out)).stdout
     assert text.startswith("graph @GraphModule(%x: f32[4, 16]):") and "aten.linear" in text
+
+
+IR_DIR = os.path.join(ROOT, "tests", "ir")
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(IR_DIR) if f.endswith(".ir")))
+def test_ir_files_through_the_binary(name):
+    # The same cases as tests/graph/ir_file_test.cpp, but run by pt2q-opt with its RUN line's
+    # arguments, each case's output checked with torch's FileCheck.
+    import torch
+
+    path = os.path.join(IR_DIR, name)
+    text = open(path).read()
+    run_line = next(line for line in text.splitlines() if line.startswith("# RUN:"))
+    args = [a for a in run_line.split()[3:] if a != "%s"]
+    r = subprocess.run([OPT, path, *args], capture_output=True, text=True, timeout=60)
+    outputs = r.stdout.split("# -----\n")
+    cases = text.split("\n# -----\n")
+    assert len(outputs) == len(cases), r.stdout
+    for case, out in zip(cases, outputs):
+        if "CHECK" in case:
+            torch.testing.FileCheck().run(case, out)

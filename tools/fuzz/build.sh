@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=build/fuzz
-mkdir -p "$OUT/obj"
+rm -rf "$OUT/obj" && mkdir -p "$OUT/obj"
 TORCH=$(python -c "import torch, os; print(os.path.dirname(torch.__file__))")
 SAN="-fsanitize=fuzzer-no-link,address -g -O1"
 COMMON="-std=c++17 -fPIC -D_GLIBCXX_USE_CXX11_ABI=1 -I."

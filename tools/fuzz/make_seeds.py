@@ -28,7 +28,7 @@ for name in sorted(ZOO):
     g = pt2q.graph.from_fx(gm)
     with open(os.path.join(out_ir, f"zoo_{name}.ir"), "w") as o:
         o.write(str(g))
-    if name in ("mlp", "buffer_mutation", "cnn_bn_pool", "dynamic_batch"):
+    if name in ("mlp", "buffer_mutation", "cnn_bn_pool", "dynamic_batch", "cond"):
         for n in g.nodes():
             if n.kind == "call_module" and not n.users:
                 g.erase(n)
