@@ -195,6 +195,8 @@ void bindGraph(py::module_& m) {
                     [](Node& n, const std::string& s) { n.meta().stack_trace = s; })
       .def_property("annotation", [](const Node& n) { return n.meta().annotation; },
                     [](Node& n, const std::string& s) { n.meta().annotation = s; })
+      .def_property("extra", [](const Node& n) { return n.meta().extra; },
+                    [](Node& n, const std::vector<std::pair<std::string, std::string>>& kv) { n.meta().extra = kv; })
       .def("__str__", [](const Node& n) { return printNode(n); })
       .def("__repr__", [](const Node& n) { return "<pt2q Node %" + n.name() + ">"; });
 

@@ -13,6 +13,7 @@ GraphModules reached by ``get_attr``) become subgraphs of the IR.
 
 from __future__ import annotations
 
+import json
 import operator
 from typing import Any, Callable, Dict
 
@@ -139,11 +140,43 @@ def from_fx(gm: fx.GraphModule) -> Graph:
         env[n] = new
         _set_meta(new, n)
         fx_meta[n.name] = n.meta
+    _keep_calling_convention(gm, g)
     g.verify()
     g._opaque = opaque
     g._root = gm
     g._fx_meta = fx_meta
     return g
+
+
+_IN_SPEC, _OUT_SPEC, _ORIG_ARGS = "pytree_in_spec", "pytree_out_spec", "pytree_orig_args"
+
+
+def _keep_calling_convention(gm: fx.GraphModule, g: Graph) -> None:
+    # An exported module flattens its inputs and rebuilds its outputs with pytree specs; they
+    # ride on the output node as JSON (treespec_dumps: data, not code) so that files keep them.
+    info = getattr(gm.graph._codegen, "pytree_info", None)
+    if info is None:
+        return
+    from torch.utils._pytree import treespec_dumps
+
+    extra = dict(g.output.extra)
+    extra[_ORIG_ARGS] = json.dumps(list(info.orig_args))
+    if info.in_spec is not None:
+        extra[_IN_SPEC] = treespec_dumps(info.in_spec)
+    if info.out_spec is not None:
+        extra[_OUT_SPEC] = treespec_dumps(info.out_spec)
+    g.output.extra = list(extra.items())
+
+
+def _calling_convention(g: Graph):
+    extra = dict(g.output.extra) if g.output is not None else {}
+    if _ORIG_ARGS not in extra:
+        return None
+    from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
+    from torch.utils._pytree import treespec_loads
+
+    spec = lambda k: treespec_loads(extra[k]) if k in extra else None  # noqa: E731
+    return _PyTreeCodeGen(_PyTreeInfo(json.loads(extra[_ORIG_ARGS]), spec(_IN_SPEC), spec(_OUT_SPEC)))
 
 
 def _set_meta(new: Node, n: fx.Node) -> None:
@@ -242,6 +275,8 @@ def to_fx(g: Graph) -> fx.GraphModule:
     if isinstance(root, fx.GraphModule):
         # The calling convention (an exported module flattens and rebuilds pytrees) goes with it.
         fg._codegen = root.graph._codegen
+    elif (codegen := _calling_convention(g)) is not None:  # e.g. a graph loaded from a file
+        fg._codegen = codegen
     if root is None:
         root = torch.nn.Module()
         for path, t in g.constants().items():

@@ -35,6 +35,20 @@ def test_saved_zoo_model_computes_the_same_bits(name, tmp_path):
     assert str(pt2q.graph.from_fx(loaded)).splitlines()[1:] != []
 
 
+def test_loaded_module_keeps_the_exported_calling_convention(tmp_path):
+    gm, args = exported("gru_lstm")  # returns a (z, h) tuple; mlp returns a bare tensor
+    pt2q.save(gm, tmp_path / "r.pt2q")
+    z, h = pt2q.load(tmp_path / "r.pt2q")(*args)
+    z2, h2 = gm(*args)
+    assert torch.equal(z, z2) and torch.equal(h, h2)
+    gm, args = exported("mlp")
+    pt2q.save(gm, tmp_path / "m.pt2q")
+    out = pt2q.load(tmp_path / "m.pt2q")(*args)
+    assert isinstance(out, torch.Tensor) and torch.equal(out, gm(*args))
+    out = pt2q.load(tmp_path / "m.pt2q")(x=args[0])  # keyword call, as the exported module allows
+    assert torch.equal(out, gm(*args))
+
+
 def test_parameters_and_buffers_come_back(tmp_path):
     gm, _ = exported("cnn_bn_pool")
     pt2q.save(gm, tmp_path / "m.pt2q")
@@ -50,7 +64,7 @@ def test_cond_branches_are_saved_as_subgraphs(tmp_path):
     assert isinstance(loaded.true_graph_0, torch.fx.GraphModule)
     x = torch.randn(3, 4).abs() + 0.1
     for inp in (x, -x):
-        assert torch.equal(loaded(inp)[0], gm(inp))
+        assert torch.equal(loaded(inp), gm(inp))  # the exported calling convention: a bare tensor
 
 
 def test_python_modules_are_refused_at_save_time(tmp_path):
