@@ -4,6 +4,7 @@
 
 #include "python/bindings/graph.h"
 #include "python/bindings/info.h"
+#include "python/bindings/observers.h"
 #include "python/bindings/reference.h"
 
 PYBIND11_MODULE(_C, m) {
@@ -14,4 +15,6 @@ PYBIND11_MODULE(_C, m) {
   pt2q::python::bindReference(reference);
   auto graph = m.def_submodule("graph", "the pt2q IR: Graph, Node, text form");
   pt2q::python::bindGraph(graph);
+  auto observers = m.def_submodule("observers", "calibration observers (observers/observer.h)");
+  pt2q::python::bindObservers(observers);
 }
