@@ -18,18 +18,7 @@ bool Argument::operator==(const Argument& o) const {
 }
 
 Argument replaceNode(const Argument& a, const Node* from, Node* to) {
-  if (a.isNode()) return a.node() == from ? Argument(to) : a;
-  if (a.is<ArgList>()) {
-    ArgList out;
-    for (const Argument& x : a.as<ArgList>().items) out.items.push_back(replaceNode(x, from, to));
-    return Argument(std::move(out));
-  }
-  if (a.is<ArgTuple>()) {
-    ArgTuple out;
-    for (const Argument& x : a.as<ArgTuple>().items) out.items.push_back(replaceNode(x, from, to));
-    return Argument(std::move(out));
-  }
-  return a;
+  return mapNodes(a, [&](Node* n) { return Argument(n == from ? to : n); });
 }
 
 }  // namespace pt2q

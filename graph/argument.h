@@ -83,6 +83,22 @@ void forEachNode(const Argument& a, F&& f) {
   }
 }
 
+/// `a` with every node reference n replaced by f(n) (an Argument: a node or a literal), inside
+/// lists and tuples too.
+template <typename F>
+Argument mapNodes(const Argument& a, F&& f) {
+  if (a.isNode()) return f(a.node());
+  if (a.is<ArgList>() || a.is<ArgTuple>()) {
+    std::vector<Argument> items;
+    for (const Argument& x : a.is<ArgList>() ? a.as<ArgList>().items : a.as<ArgTuple>().items) {
+      items.push_back(mapNodes(x, f));
+    }
+    if (a.is<ArgList>()) return Argument(ArgList{std::move(items)});
+    return Argument(ArgTuple{std::move(items)});
+  }
+  return a;
+}
+
 /// `a` with every reference to `from` replaced by `to`.
 Argument replaceNode(const Argument& a, const Node* from, Node* to);
 

@@ -186,6 +186,24 @@ void printSubgraphs(const Graph& graph, const std::string& prefix, std::string& 
 
 }  // namespace
 
+std::vector<std::pair<std::string, int>> splitTestCases(std::string_view text) {
+  std::vector<std::pair<std::string, int>> out{{"", 1}};
+  int line_no = 0;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t nl = text.find('\n', at);
+    const std::string_view line = text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
+    at = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (line.substr(0, 7) == "# -----") {
+      out.push_back({"", line_no + 1});
+    } else {
+      out.back().first.append(line).append("\n");
+    }
+  }
+  return out;
+}
+
 std::string printGraph(const Graph& graph) {
   std::string out = printOne(graph, graph.name());
   printSubgraphs(graph, "", out);

@@ -12,6 +12,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -27,6 +29,10 @@ std::string printArgument(const Argument& a);
 /// Parses one graph. Errors name the line and column and what was expected. Lines starting
 /// with '#' are comments. The result is verified (verify()).
 std::unique_ptr<Graph> parseGraph(std::string_view text, const std::string& source = "<text>");
+
+/// The cases of a test file, split at lines starting with "# -----", each with the number of
+/// the line it starts on (so that errors can name lines of the whole file).
+std::vector<std::pair<std::string, int>> splitTestCases(std::string_view text);
 
 /// Short dtype names of the text form ("f32", "bf16", "i8", "f8e4m3", ...), and back.
 const char* dtypeShortName(c10::ScalarType t);

@@ -40,16 +40,7 @@ Argument instantiate(Graph& graph, const Graph& replacement, const Match& m) {
   std::map<const Node*, Argument> env;
   Node* root = m.root();
   for (const Node* p : replacement.placeholders()) env[p] = m.argument(p->name());
-  std::function<Argument(const Argument&)> subst = [&](const Argument& a) -> Argument {
-    if (a.isNode()) return env.at(a.node());
-    if (a.is<ArgList>() || a.is<ArgTuple>()) {
-      std::vector<Argument> items;
-      for (const Argument& x : a.is<ArgList>() ? a.as<ArgList>().items : a.as<ArgTuple>().items) items.push_back(subst(x));
-      if (a.is<ArgList>()) return Argument(ArgList{std::move(items)});
-      return Argument(ArgTuple{std::move(items)});
-    }
-    return a;
-  };
+  auto subst = [&](const Argument& a) { return mapNodes(a, [&](Node* n) { return env.at(n); }); };
   for (const Node* r : replacement.nodes()) {
     if (r->kind() == NodeKind::kPlaceholder || r->kind() == NodeKind::kOutput) continue;
     std::vector<Argument> args;

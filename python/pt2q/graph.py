@@ -227,13 +227,19 @@ def _to_fx_arg(a, env: Dict[str, fx.Node], n: Node):
     return a
 
 
-def _set_attr_path(root: torch.nn.Module, path: str, value: torch.Tensor) -> None:
+def _parent_of(root: torch.nn.Module, path: str):
+    """(module holding `path`, last component), creating empty modules along the way."""
     *parents, leaf = path.split(".")
     m = root
     for p in parents:
         if not hasattr(m, p):
             m.add_module(p, torch.nn.Module())
         m = getattr(m, p)
+    return m, leaf
+
+
+def _set_attr_path(root: torch.nn.Module, path: str, value: torch.Tensor) -> None:
+    m, leaf = _parent_of(root, path)
     if isinstance(value, torch.nn.Parameter):
         m.register_parameter(leaf, value)
     elif value.requires_grad:  # parameters come back from files as tensors that require grad
@@ -282,12 +288,7 @@ def to_fx(g: Graph) -> fx.GraphModule:
         for path, t in g.constants().items():
             _set_attr_path(root, path, t)
         for path, sub in g.subgraphs().items():
-            *parents, leaf = path.split(".")
-            m = root
-            for p in parents:
-                if not hasattr(m, p):
-                    m.add_module(p, torch.nn.Module())
-                m = getattr(m, p)
+            m, leaf = _parent_of(root, path)
             m.add_module(leaf, to_fx(sub))
         gm = fx.GraphModule(root, fg, class_name=g.name)
     else:

@@ -46,25 +46,14 @@ TEST_P(IrFileTest, CasesMatchTheirChecks) {
   buf << in.rdbuf();
   const std::string text = buf.str();
   const std::vector<std::string> passes = runLinePasses(text, GetParam());
-  std::vector<std::string> cases{""};
-  std::vector<int> first_line{1};
-  std::istringstream lines(text);
-  int n = 0;
-  for (std::string line; std::getline(lines, line);) {
-    ++n;
-    if (line.rfind("# -----", 0) == 0) {
-      cases.emplace_back();
-      first_line.push_back(n + 1);
-    } else {
-      cases.back() += line + "\n";
-    }
-  }
+  const auto cases = splitTestCases(text);
   for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE(GetParam() + ":" + std::to_string(first_line[i]));
-    if (cases[i].find("CHECK") == std::string::npos) continue;  // the RUN header alone
+    const std::string& case_text = cases[i].first;
+    SCOPED_TRACE(GetParam() + ":" + std::to_string(cases[i].second));
+    if (case_text.find("CHECK") == std::string::npos) continue;  // the RUN header alone
     std::string result;
     try {
-      auto graph = parseGraph(cases[i], GetParam());
+      auto graph = parseGraph(case_text, GetParam());
       const std::string printed = printGraph(*graph);
       EXPECT_EQ(printGraph(*parseGraph(printed, GetParam())), printed) << "printing is not a fixed point";
       runPasses(*graph, passes);
@@ -73,7 +62,7 @@ TEST_P(IrFileTest, CasesMatchTheirChecks) {
       result = std::string("error: ") + e.what_without_backtrace();
     }
     try {
-      torch::jit::testing::FileCheck().run(cases[i], result);
+      torch::jit::testing::FileCheck().run(case_text, result);
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what() << "\n--- output ---\n" << result;
     }

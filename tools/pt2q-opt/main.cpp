@@ -33,23 +33,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-// The `# -----` separated cases of a test file, with the line each starts at.
-std::vector<std::pair<std::string, int>> splitCases(const std::string& text) {
-  std::vector<std::pair<std::string, int>> out{{"", 1}};
-  std::istringstream in(text);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.rfind("# -----", 0) == 0) {
-      out.push_back({"", n + 1});
-      continue;
-    }
-    out.back().first += line + "\n";
-  }
-  return out;
-}
-
 int usage() {
   std::cerr << "usage: pt2q-opt FILE|- [--passes=a,b] [--print-ir-after-all] [--split-input-file] [-o OUT] "
                "[--list-passes]\n";
@@ -98,7 +81,7 @@ int main(int argc, char** argv) {
   }
   const bool binary = buf.str().compare(0, 8, "PT2QGRPH") == 0;
   if (binary) split_input = false;
-  const auto cases = split_input ? splitCases(buf.str()) : std::vector<std::pair<std::string, int>>{{buf.str(), 1}};
+  const auto cases = split_input ? pt2q::splitTestCases(buf.str()) : std::vector<std::pair<std::string, int>>{{buf.str(), 1}};
   int status = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (i) std::cout << "# -----\n";
