@@ -25,6 +25,36 @@ void Observer::merge(const Observer& other) {
   max_val_ = at::maximum(max_val_, other.max_val_);
 }
 
+std::vector<std::pair<std::string, at::Tensor>> Observer::state() const {
+  return {{"min_val", min_val_}, {"max_val", max_val_}};
+}
+
+void Observer::setState(const std::vector<std::pair<std::string, at::Tensor>>& state) {
+  checkState(state, {"min_val", "max_val"});
+  min_val_ = state[0].second.to(at::kFloat).clone();
+  max_val_ = state[1].second.to(at::kFloat).clone();
+}
+
+void Observer::checkState(const std::vector<std::pair<std::string, at::Tensor>>& state,
+                          const std::vector<std::string>& names) const {
+  std::string expected;
+  for (const auto& n : names) expected += (expected.empty() ? "" : ", ") + n;
+  TORCH_CHECK(state.size() == names.size(), kind(), " state: expected ", expected, "; got ", state.size(),
+              " tensors");
+  for (size_t i = 0; i < state.size(); ++i) {
+    TORCH_CHECK(state[i].first == names[i], kind(), " state: expected ", expected, "; got '", state[i].first,
+                "' at position ", i);
+  }
+}
+
+void checkObservedRange(const std::string& who, const at::Tensor& min, const at::Tensor& max, bool inf_ok) {
+  const bool nan = at::isnan(min).any().item<bool>() || at::isnan(max).any().item<bool>();
+  TORCH_CHECK(!nan, who, ": the observed tensor holds NaN; calibration data must be finite");
+  if (inf_ok) return;
+  const bool inf = at::isinf(min).any().item<bool>() || at::isinf(max).any().item<bool>();
+  TORCH_CHECK(!inf, who, ": the observed tensor holds +-inf, which would make the quantization range infinite");
+}
+
 namespace {
 
 const float kInf = std::numeric_limits<float>::infinity();
@@ -53,6 +83,7 @@ class MinMaxObserver : public Observer {
     if (x_orig.numel() == 0) return;
     const at::Tensor x = x_orig.detach().to(at::kFloat);
     auto [cur_min, cur_max] = at::aminmax(x);
+    checkObservedRange(kind(), cur_min, cur_max, false);
     if (!moving_) {
       min_val_ = at::minimum(cur_min, min_val_);
       max_val_ = at::maximum(cur_max, max_val_);
@@ -87,6 +118,7 @@ class PerChannelMinMaxObserver : public Observer {
     TORCH_CHECK(axis >= 0 && axis < x_orig.dim(), kind(), ": ch_axis ", spec_.ch_axis, " is out of range for a ",
                 x_orig.dim(), "-d input");
     auto [cur_min, cur_max] = channelMinMax(x_orig.detach(), axis);
+    checkObservedRange(kind(), cur_min, cur_max, false);
     if (min_val_.numel() == 0) {
       min_val_ = cur_min;
       max_val_ = cur_max;
@@ -114,8 +146,12 @@ std::unique_ptr<Observer> makeObserver(const std::string& name, const ObserverSp
   if (name == "MovingAverageMinMaxObserver") return std::make_unique<MinMaxObserver>(spec, true);
   if (name == "PerChannelMinMaxObserver") return std::make_unique<PerChannelMinMaxObserver>(spec, false);
   if (name == "MovingAveragePerChannelMinMaxObserver") return std::make_unique<PerChannelMinMaxObserver>(spec, true);
+  if (name == "HistogramObserver") return makeHistogramObserver(spec);
+  if (name == "PlaceholderObserver") return makePlaceholderObserver(spec);
+  if (name == "FixedQParamsObserver") return makeFixedQParamsObserver(spec);
   TORCH_CHECK(false, "unknown observer class '", name, "'; pt2q has MinMaxObserver, MovingAverageMinMaxObserver, "
-              "PerChannelMinMaxObserver, MovingAveragePerChannelMinMaxObserver");
+              "PerChannelMinMaxObserver, MovingAveragePerChannelMinMaxObserver, HistogramObserver, "
+              "PlaceholderObserver, FixedQParamsObserver");
 }
 
 }  // namespace pt2q

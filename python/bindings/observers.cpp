@@ -37,7 +37,8 @@ void bindObservers(py::module_& m) {
   py::class_<Observer>(m, "Observer", "A calibration observer (observers/observer.h)")
       .def(py::init([](const std::string& cls, const std::string& dtype, const std::string& qscheme,
                        std::optional<int64_t> quant_min, std::optional<int64_t> quant_max, bool reduce_range,
-                       int64_t ch_axis, double averaging_constant, double eps) {
+                       int64_t ch_axis, double averaging_constant, double eps, int64_t bins, double scale,
+                       int64_t zero_point) {
              ObserverSpec s;
              s.dtype = dtypeFromName(dtype);
              s.qscheme = qschemeFromName(qscheme);
@@ -47,12 +48,16 @@ void bindObservers(py::module_& m) {
              s.ch_axis = ch_axis;
              s.averaging_constant = averaging_constant;
              s.eps = static_cast<float>(eps);
+             s.bins = bins;
+             s.scale = scale;
+             s.zero_point = zero_point;
              return makeObserver(cls, s);
            }),
            py::arg("cls"), py::arg("dtype") = "quint8", py::arg("qscheme") = "per_tensor_affine",
            py::arg("quant_min") = py::none(), py::arg("quant_max") = py::none(), py::arg("reduce_range") = false,
            py::arg("ch_axis") = 0, py::arg("averaging_constant") = 0.01,
-           py::arg("eps") = 1.1920928955078125e-07)
+           py::arg("eps") = 1.1920928955078125e-07, py::arg("bins") = 2048, py::arg("scale") = 1.0,
+           py::arg("zero_point") = 0)
       .def("observe", &Observer::observe)
       .def("calculate_qparams", [](const Observer& o) {
         const QParams q = o.computeQParams();
@@ -62,7 +67,12 @@ void bindObservers(py::module_& m) {
       .def_property_readonly("min_val", &Observer::minVal)
       .def_property_readonly("max_val", &Observer::maxVal)
       .def_property_readonly("kind", &Observer::kind)
-      .def_property_readonly("qrange", [](const Observer& o) { return calculateQminQmax(o.spec()); });
+      .def_property_readonly("qrange", [](const Observer& o) { return calculateQminQmax(o.spec()); })
+      .def("state", &Observer::state, "the running statistics as [(torch.ao buffer name, tensor)]")
+      .def("set_state", &Observer::setState)
+      .def("_quantization_error", [](const Observer& o, int64_t s, int64_t e) {
+        return histogramQuantizationError(o, s, e);
+      });
 }
 
 }  // namespace pt2q::python
