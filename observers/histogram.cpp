@@ -251,10 +251,11 @@ class HistogramObserver : public Observer {
   }
   void setState(const std::vector<std::pair<std::string, at::Tensor>>& state) override {
     checkState(state, {"min_val", "max_val", "histogram"});
+    // Validate everything before changing anything.
     TORCH_CHECK(state[2].second.dim() == 1 && state[2].second.size(0) == bins_, kind(), " state: histogram of ",
                 state[2].second.numel(), " bins, this observer has ", bins_);
-    min_val_ = state[0].second.to(at::kFloat).clone();
-    max_val_ = state[1].second.to(at::kFloat).clone();
+    TORCH_CHECK(state[2].second.scalar_type() == at::kFloat, kind(), " state: histogram must be float32");
+    Observer::setState({state[0], state[1]});
     histogram_ = state[2].second.to(at::kFloat).clone();
   }
 

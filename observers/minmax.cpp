@@ -31,8 +31,14 @@ std::vector<std::pair<std::string, at::Tensor>> Observer::state() const {
 
 void Observer::setState(const std::vector<std::pair<std::string, at::Tensor>>& state) {
   checkState(state, {"min_val", "max_val"});
-  min_val_ = state[0].second.to(at::kFloat).clone();
-  max_val_ = state[1].second.to(at::kFloat).clone();
+  const at::Tensor& mn = state[0].second;
+  const at::Tensor& mx = state[1].second;
+  TORCH_CHECK(mn.scalar_type() == at::kFloat && mx.scalar_type() == at::kFloat, kind(),
+              " state: min_val and max_val must be float32, got ", mn.scalar_type(), " and ", mx.scalar_type());
+  TORCH_CHECK(mn.sizes() == mx.sizes() && mn.dim() == min_val_.dim(), kind(), " state: min_val ", mn.sizes(),
+              " and max_val ", mx.sizes(), " must both be ", min_val_.dim() == 0 ? "0-d" : "1-d (one per channel)");
+  min_val_ = mn.clone();
+  max_val_ = mx.clone();
 }
 
 void Observer::checkState(const std::vector<std::pair<std::string, at::Tensor>>& state,

@@ -7,18 +7,15 @@
 
 #include "graph/ir_text.h"
 #include "observers/observer.h"
+#include "observers/state_file.h"
 
 namespace py = pybind11;
 
 namespace pt2q::python {
 namespace {
 
-QScheme qschemeFromName(const std::string& q) {
-  if (q == "per_tensor_affine") return QScheme::kPerTensorAffine;
-  if (q == "per_tensor_symmetric") return QScheme::kPerTensorSymmetric;
-  if (q == "per_channel_affine") return QScheme::kPerChannelAffine;
-  if (q == "per_channel_symmetric") return QScheme::kPerChannelSymmetric;
-  if (q == "per_channel_affine_float_qparams") return QScheme::kPerChannelAffineFloatQParams;
+QScheme qschemeOrThrow(const std::string& q) {
+  if (auto v = qschemeFromName(q)) return *v;
   throw py::value_error("unknown qscheme '" + q + "'");
 }
 
@@ -41,7 +38,7 @@ void bindObservers(py::module_& m) {
                        int64_t zero_point) {
              ObserverSpec s;
              s.dtype = dtypeFromName(dtype);
-             s.qscheme = qschemeFromName(qscheme);
+             s.qscheme = qschemeOrThrow(qscheme);
              s.quant_min = quant_min;
              s.quant_max = quant_max;
              s.reduce_range = reduce_range;
@@ -70,9 +67,26 @@ void bindObservers(py::module_& m) {
       .def_property_readonly("qrange", [](const Observer& o) { return calculateQminQmax(o.spec()); })
       .def("state", &Observer::state, "the running statistics as [(torch.ao buffer name, tensor)]")
       .def("set_state", &Observer::setState)
+      .def_property_readonly("dtype", [](const Observer& o) { return std::string(dtypeTorchName(o.spec().dtype)); })
+      .def_property_readonly("qscheme", [](const Observer& o) { return qschemeName(o.spec().qscheme); })
       .def("_quantization_error", [](const Observer& o, int64_t s, int64_t e) {
         return histogramQuantizationError(o, s, e);
       });
+  m.def(
+      "serialize",
+      [](const std::vector<std::pair<std::string, const Observer*>>& observers) {
+        const std::string bytes = serializeObservers(observers);
+        return py::bytes(bytes);
+      },
+      "observer state file bytes of [(name, Observer)]");
+  m.def(
+      "deserialize",
+      [](const std::string& bytes, const std::string& source) {
+        py::list out;
+        for (auto& [name, o] : deserializeObservers(bytes, source)) out.append(py::make_tuple(name, std::move(o)));
+        return out;
+      },
+      py::arg("data"), py::arg("source") = "<bytes>", "[(name, Observer)] from observer state file bytes");
 }
 
 }  // namespace pt2q::python
