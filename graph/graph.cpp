@@ -127,6 +127,12 @@ void Graph::moveBefore(Node* n, Node* pos) {
   nodes_.splice(pos->pos_, nodes_, n->pos_);
 }
 
+Node* Graph::nextNode(const Node* n) const {
+  TORCH_CHECK(n->graph_ == this, "Graph::nextNode: a node of another graph");
+  auto it = std::next(n->pos_);
+  return it == nodes_.end() ? nullptr : it->get();
+}
+
 size_t Graph::indexOf(const Node* n) const {
   size_t i = 0;
   for (const auto& m : nodes_) {

@@ -56,6 +56,8 @@ class Graph {
   void erase(Node* n);
   /// Moves `n` to just before `pos`.
   void moveBefore(Node* n, Node* pos);
+  /// The node after `n` in the order, or null after the last.
+  Node* nextNode(const Node* n) const;
   /// Position of `n` in the order (O(n); for checks, not loops).
   size_t indexOf(const Node* n) const;
 

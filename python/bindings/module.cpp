@@ -5,6 +5,7 @@
 #include "python/bindings/graph.h"
 #include "python/bindings/info.h"
 #include "python/bindings/observers.h"
+#include "python/bindings/prepare.h"
 #include "python/bindings/reference.h"
 
 PYBIND11_MODULE(_C, m) {
@@ -17,4 +18,6 @@ PYBIND11_MODULE(_C, m) {
   pt2q::python::bindGraph(graph);
   auto observers = m.def_submodule("observers", "calibration observers (observers/observer.h)");
   pt2q::python::bindObservers(observers);
+  auto prepare = m.def_submodule("prepare", "the passes of prepare_pt2e (observers/sharing.h, insert_observers.h)");
+  pt2q::python::bindPrepare(prepare);
 }
