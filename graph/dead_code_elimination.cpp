@@ -9,7 +9,8 @@ namespace {
 bool isRemovable(const Node* n) {
   if (!n->users().empty()) return false;
   if (n->kind() == NodeKind::kGetAttr) return true;
-  if (n->kind() != NodeKind::kCallFunction || n->isOpaque()) return false;
+  if (n->kind() != NodeKind::kCallFunction) return false;
+  if (n->isOpaque()) return n->target() == "_operator.getitem";  // pure; other Python calls may not be
   return !n->op()->schema().is_mutable();
 }
 

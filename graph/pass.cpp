@@ -26,10 +26,14 @@ std::vector<const PassInfo*> PassRegistry::all() const {
   return out;
 }
 
+// Defined by the layers above graph/ (observers/, convert/), all in libpt2q.
+void registerObserverPasses(PassRegistry& registry);
+
 const PassRegistry& defaultPassRegistry() {
   static const PassRegistry registry = [] {
     PassRegistry r;
     registerGraphPasses(r);
+    registerObserverPasses(r);
     return r;
   }();
   return registry;

@@ -59,8 +59,8 @@ PassResult runPasses(Graph& graph, const std::vector<std::string>& flags, const 
                      const PassRegistry& registry = defaultPassRegistry());
 
 /// Erases nodes whose value is unused and that have no effect: operator calls whose schema
-/// writes nothing, and get_attr nodes. Opaque calls and call_module nodes are kept (their
-/// effects are unknown), as are placeholders.
+/// writes nothing, getitem, and get_attr nodes. Other opaque calls and call_module nodes are
+/// kept (their effects are unknown), as are placeholders.
 ///
 ///   Before:  %a = aten.relu(%x)        // no users
 ///            %b = aten.neg(%x)

@@ -238,6 +238,20 @@ def _parent_of(root: torch.nn.Module, path: str):
     return m, leaf
 
 
+def _has_attr_path(root: torch.nn.Module, path: str) -> bool:
+    try:
+        operator.attrgetter(path)(root)
+        return True
+    except AttributeError:
+        return False
+
+
+def _del_attr_path(root: torch.nn.Module, path: str) -> None:
+    *parents, leaf = path.split(".")
+    m = operator.attrgetter(".".join(parents))(root) if parents else root
+    delattr(m, leaf)
+
+
 def _set_attr_path(root: torch.nn.Module, path: str, value: torch.Tensor) -> None:
     m, leaf = _parent_of(root, path)
     if isinstance(value, torch.nn.Parameter):
@@ -292,9 +306,21 @@ def to_fx(g: Graph) -> fx.GraphModule:
             m.add_module(leaf, to_fx(sub))
         gm = fx.GraphModule(root, fg, class_name=g.name)
     else:
-        gm = fx.GraphModule(root, fg, class_name=type(root).__name__)
+        # Constants a pass added (e.g. folded weights) are not on `root`: GraphModule would fail to
+        # copy them, so they are set afterwards; constants no node uses any more are left behind.
+        used = {n.target for n in g.nodes() if n.kind == "get_attr"}
+        fresh = {p for p in used if p in g.constants() and not _has_attr_path(root, p)}
+        placeholders = {}
+        for p in fresh:
+            placeholders[p] = g.constants()[p]
+            _set_attr_path(root, p, placeholders[p])
+        try:
+            gm = fx.GraphModule(root, fg, class_name=type(root).__name__)
+        finally:
+            for p in fresh:
+                _del_attr_path(root, p)
         for path, t in g.constants().items():
-            if operator.attrgetter(path)(gm) is not t:
+            if path in used and operator.attrgetter(path)(gm) is not t:
                 _set_attr_path(gm, path, t)
     if hasattr(root, "meta"):
         gm.meta.update(root.meta)

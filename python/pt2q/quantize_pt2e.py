@@ -1,0 +1,152 @@
+"""prepare_pt2e and convert_pt2e: torchao.quantization.pt2e's entry points over pt2q's C++ passes.
+
+The model is never changed in place: each entry point works on the pt2q IR of the model
+(pt2q.graph.from_fx) and returns a new GraphModule, so an error leaves the caller's model as it was.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import fx
+
+from pt2q import _annotations as _ann
+from pt2q import graph as _graph
+from pt2q._C import prepare as _cprep
+from pt2q.export_utils import disallow_eval_train
+
+__all__ = ["prepare_pt2e", "prepare_qat_pt2e", "convert_pt2e"]
+
+
+def _check_exported(model, who: str) -> None:
+    if isinstance(model, torch.export.ExportedProgram):
+        raise TypeError(f"{who} takes the GraphModule of an exported program: pass `exported_program.module()`, "
+                        "not the ExportedProgram itself")
+    if not isinstance(model, fx.GraphModule):
+        raise TypeError(f"{who} takes the GraphModule of `torch.export.export(model, args).module()`, "
+                        f"got {type(model).__qualname__}")
+    for n in model.graph.nodes:
+        if n.op == "call_module" and not n.target.startswith(("activation_post_process_", "_guards_fn")):
+            raise TypeError(f"{who}: node %{n.name} calls the module `{n.target}`; an exported graph calls "
+                            "operators only (symbolically traced or FX-prepared models are not exported "
+                            "programs: use `torch.export.export(model, args).module()`)")
+
+
+def _copy_through_ir(model: fx.GraphModule, passes: list[str]) -> fx.GraphModule:
+    g = _graph.from_fx(model)
+    if passes:
+        g.run_passes(passes)
+    return _graph.to_fx(g)
+
+
+def _annotated_ir(gm: fx.GraphModule):
+    g = _graph.from_fx(gm)
+    table = _ann.SpecTable()
+    by_name = {n.name: n for n in g.nodes()}
+    for n in gm.graph.nodes:
+        text = _ann.annotation_text(n, gm, table)
+        if text:
+            by_name[n.name].annotation = text
+    return g, table
+
+
+def _key(gm_nodes: dict, key):
+    node, user = key
+    return gm_nodes[node] if user is None else (gm_nodes[node], gm_nodes[user])
+
+
+def _create_observers(gm: fx.GraphModule, keys, group, group_spec, table: _ann.SpecTable) -> dict:
+    """EdgeOrNode (FX objects) -> observer, one instance per group, in torchao's creation order
+    (derived specs last, so that what they derive from exists)."""
+    nodes = {n.name: n for n in gm.graph.nodes}
+    fx_keys = [_key(nodes, k) for k in keys]
+    by_group: dict[int, object] = {}
+    made: dict = {}
+
+    def key_of(edge_or_node):
+        return edge_or_node
+
+    for derived_pass in (False, True):
+        for k, gid in zip(fx_keys, group):
+            spec = None if group_spec[gid] is None else table.specs[group_spec[gid]]
+            if (_ann._kind(spec) == "derived") != derived_pass:
+                continue
+            if gid not in by_group:
+                try:
+                    by_group[gid] = _ann.make_observer(spec, made, key_of)
+                except KeyError as e:
+                    raise _ann.AnnotationError(f"a DerivedQuantizationSpec derives from {e.args[0]}, which no "
+                                               "annotation quantizes") from None
+            made[k] = by_group[gid]
+    return {k: made[k] for k in fx_keys}
+
+
+def prepare_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
+    """Annotates `model` (from ``torch.export.export(m, args).module()``) with `quantizer` and
+    inserts observers (``activation_post_process_N`` submodules), ready for calibration.
+
+    Same steps and results as torchao's: eval BatchNorms folded into the conv/linear before them,
+    then ``quantizer.transform_for_annotation``, ``annotate``, ``validate``, observer sharing
+    and insertion, ``prepare_obs_or_fq_callback``. Works with pt2q's quantizers and with torchao
+    ``Quantizer`` objects (their torchao/torch.ao observers become pt2q's C++ ones)."""
+    _check_exported(model, "prepare_pt2e")
+    original_meta = dict(model.meta)
+    gm = _copy_through_ir(model, ["fold-batch-norm"])
+    gm = quantizer.transform_for_annotation(gm)
+    quantizer.annotate(gm)
+    quantizer.validate(gm)
+    try:
+        g, table = _annotated_ir(gm)
+        keys, group, group_spec = _cprep.compute_sharing(g)
+    except RuntimeError as e:
+        raise _ann.AnnotationError(str(e).split("\n")[0]) from None
+    obs_map = _create_observers(gm, keys, group, group_spec, table)
+    callback = getattr(quantizer, "prepare_obs_or_fq_callback", None)
+    if callback is not None:
+        callback(gm, obs_map)
+    instances: list = []
+    index: dict[int, int] = {}
+    instance_of = []
+    for k, obs in obs_map.items():
+        if obs is None:
+            continue
+        if id(obs) not in index:
+            index[id(obs)] = len(instances)
+            instances.append(obs)
+        node, user = (k[0].name, k[1].name) if isinstance(k, tuple) else (k.name, None)
+        instance_of.append((node, user, index[id(obs)]))
+    taken = {a for a in dir(gm) if a.startswith("activation_post_process_")}
+    buffers = {name for name, _ in gm.named_buffers(remove_duplicate=False)}
+    inserted = _cprep.insert_observers(g, instance_of, taken, buffers)
+    observed = {n.name: n.args[0].name for n in g.nodes() if n.kind == "call_module"}
+    for node, attr, inst in inserted:
+        obs = instances[inst]
+        setattr(gm, attr, obs)
+        if isinstance(obs, torch.nn.Module):
+            seen = obs.__dict__.setdefault("_pt2q_observing", [])
+            if observed.get(node) not in seen:
+                seen.append(observed.get(node))
+    prepared = _graph.to_fx(g)
+    prepared.meta.update(original_meta)
+    return disallow_eval_train(prepared)
+
+
+def prepare_qat_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
+    """Quantization-aware training is not in pt2q yet."""
+    raise NotImplementedError("prepare_qat_pt2e: quantization-aware training is not supported by pt2q yet; use "
+                              "prepare_pt2e (post-training quantization) or torchao's prepare_qat_pt2e")
+
+
+def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = False,
+                 fold_quantize: bool = True) -> fx.GraphModule:
+    from pt2q._convert import convert
+
+    if not isinstance(use_reference_representation, bool):
+        raise ValueError("Unexpected argument type for `use_reference_representation`, please make sure you're "
+                         f"using keyword args, got {type(use_reference_representation).__name__}")
+    if not isinstance(fold_quantize, bool):
+        raise ValueError(f"fold_quantize must be a bool, got {type(fold_quantize).__name__}")
+    _check_exported(model, "convert_pt2e")
+    with warnings.catch_warnings():
+        return convert(model, use_reference_representation, fold_quantize)
