@@ -28,12 +28,14 @@ std::vector<const PassInfo*> PassRegistry::all() const {
 
 // Defined by the layers above graph/ (observers/, convert/), all in libpt2q.
 void registerObserverPasses(PassRegistry& registry);
+void registerConvertPasses(PassRegistry& registry);
 
 const PassRegistry& defaultPassRegistry() {
   static const PassRegistry registry = [] {
     PassRegistry r;
     registerGraphPasses(r);
     registerObserverPasses(r);
+    registerConvertPasses(r);
     return r;
   }();
   return registry;

@@ -163,6 +163,7 @@ void bindGraph(py::module_& m) {
         for (const auto& kv : n.kwargs()) out[py::str(kv.first)] = fromArgument(kv.second);
         return out;
       })
+      .def_property_readonly("inputs", [](const Node& n) { return n.inputs(); }, py::return_value_policy::reference)
       .def_property_readonly("users", &Node::users, py::return_value_policy::reference)
       .def("set_args", [](Node& n, const py::tuple& args, const py::dict& kwargs) {
         std::vector<Argument> a;

@@ -2,6 +2,7 @@
 // libpt2q, whose static initializers register torch.ops.pt2q.*.
 #include <pybind11/pybind11.h>
 
+#include "python/bindings/convert.h"
 #include "python/bindings/graph.h"
 #include "python/bindings/info.h"
 #include "python/bindings/observers.h"
@@ -20,4 +21,6 @@ PYBIND11_MODULE(_C, m) {
   pt2q::python::bindObservers(observers);
   auto prepare = m.def_submodule("prepare", "the passes of prepare_pt2e (observers/sharing.h, insert_observers.h)");
   pt2q::python::bindPrepare(prepare);
+  auto convert = m.def_submodule("convert", "the passes of convert_pt2e (convert/observers_to_qdq.h)");
+  pt2q::python::bindConvert(convert);
 }

@@ -264,13 +264,40 @@ def _set_attr_path(root: torch.nn.Module, path: str, value: torch.Tensor) -> Non
         m.register_buffer(leaf, value)
 
 
+def _fx_order(g: Graph, fx_meta: dict) -> list:
+    """The IR's nodes in the order of the FX graph they came from: the IR keeps placeholders
+    first, FX (export) puts parameters before them. A node a pass inserted stays right after the
+    original node it follows in the IR. Falls back to the IR order if that would not be
+    topological (a node before one of its inputs)."""
+    nodes = g.nodes()
+    if not fx_meta:
+        return nodes
+    index = {name: i for i, name in enumerate(fx_meta)}
+    groups: list = []  # (original index, [nodes])
+    current = (-1, [])
+    for n in nodes:
+        if n.name in index and n.kind != "output":
+            groups.append(current)
+            current = (index[n.name], [n])
+        else:
+            current[1].append(n)
+    groups.append(current)
+    order = [n for _, ns in sorted(groups, key=lambda t: t[0]) for n in ns]
+    seen = set()
+    for n in order:
+        if any(i.name not in seen for i in n.inputs):
+            return nodes
+        seen.add(n.name)
+    return order
+
+
 def to_fx(g: Graph) -> fx.GraphModule:
     """An FX ``GraphModule`` running ``g``. Nodes keep their names; nodes that came from FX keep
     their original meta; constants are the graph's tensors (shared)."""
     fg = fx.Graph()
     env: Dict[str, fx.Node] = {}
     fx_meta = getattr(g, "_fx_meta", {})
-    for n in g.nodes():
+    for n in _fx_order(g, fx_meta):
         args = tuple(_to_fx_arg(a, env, n) for a in n.args)
         kwargs = {k: _to_fx_arg(v, env, n) for k, v in n.kwargs.items()}
         if n.kind == "placeholder":

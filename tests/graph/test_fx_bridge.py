@@ -24,14 +24,9 @@ def _arg_key(a):
     return ("value", type(a).__name__, repr(a))
 
 
-def _ir_order(gm: fx.GraphModule):
-    # The IR keeps placeholders first (see from_fx); everything else keeps its order.
-    nodes = list(gm.graph.nodes)
-    return [n for n in nodes if n.op == "placeholder"] + [n for n in nodes if n.op != "placeholder"]
-
-
 def _assert_same_graph(a: fx.GraphModule, b: fx.GraphModule):
-    na, nb = _ir_order(a), list(b.graph.nodes)
+    # The IR keeps placeholders first, but to_fx restores FX's order (parameters first in export).
+    na, nb = list(a.graph.nodes), list(b.graph.nodes)
     assert [n.name for n in na] == [n.name for n in nb]
     for x, y in zip(na, nb):
         assert (x.op, x.target) == (y.op, y.target), x.name

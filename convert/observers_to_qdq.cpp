@@ -1,0 +1,137 @@
+// observers-to-qdq: observer calls -> quantized_decomposed quantize/dequantize.
+//
+// Before:
+//   %obs = call_module "activation_post_process_0"(%x)
+//   %y = aten.relu(%obs)
+// After (per-tensor qparams as literals):
+//   %q = quantized_decomposed.quantize_per_tensor(%x, 0.0157, -64, -128, 127, int8)
+//   %dq = quantized_decomposed.dequantize_per_tensor(%q, 0.0157, -64, -128, 127, int8)
+//   %y = aten.relu(%dq)
+// Per channel: get_attr "_scale_0", "_zero_point_0" feed quantize/dequantize_per_channel.
+// Dynamic: choose_qparams.tensor -> getitem 0/1 -> quantize/dequantize_per_tensor.tensor.
+// Float16: convert_element_type.no_fuse to float16 and back.
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "convert/observers_to_qdq.h"
+
+namespace pt2q {
+namespace {
+
+using K = ObserverConversion::Kind;
+
+std::string freshName(const Graph& g, const std::set<std::string>& taken, const std::string& prefix) {
+  for (int64_t i = 0;; ++i) {
+    const std::string name = prefix + std::to_string(i);
+    if (!taken.count(name) && !g.constants().count(name) && !g.subgraphs().count(name)) return name;
+  }
+}
+
+// torchao's module path of an observed value: the last nn_module_stack frame's last component.
+std::string modulePath(const Node* observed) {
+  const auto& stack = observed->meta().nn_module_stack;
+  if (stack.empty()) return "";
+  const std::string& path = stack.back().path;
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+std::vector<std::pair<std::string, Argument>> outDtype(const Node* input) {
+  const auto& types = input->meta().types;
+  if (types.size() == 1 && types[0].dtype && *types[0].dtype != c10::kFloat) return {{"out_dtype", *types[0].dtype}};
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> convertObserversToQDQ(Graph& g, const std::map<std::string, ObserverConversion>& by_module,
+                                               const std::set<std::string>& taken) {
+  std::vector<Node*> todo;
+  for (Node* n : g.nodes()) {
+    if (n->kind() != NodeKind::kCallModule || !by_module.count(n->target())) continue;
+    TORCH_CHECK(n->args().size() == 1 && n->args()[0].isNode() && n->kwargs().empty(), "observers-to-qdq: %",
+                n->name(), " is not an observer call (one node argument)");
+    const ObserverConversion& c = by_module.at(n->target());
+    if (c.kind == K::kPerChannel) {
+      TORCH_CHECK(c.scales.defined() && c.zero_points.defined(), "observers-to-qdq: %", n->name(),
+                  ": per-channel conversion without scales and zero points");
+    }
+    todo.push_back(n);
+  }
+  std::vector<std::string> added;
+  std::set<std::string> used = taken;
+  for (Node* obs : todo) {
+    const ObserverConversion& c = by_module.at(obs->target());
+    Node* x = obs->args()[0].node();
+    Node* result = nullptr;
+    auto call = [&](const std::string& target, const std::string& hint, std::vector<Argument> args,
+                    std::vector<std::pair<std::string, Argument>> kwargs = {}) {
+      return g.create(NodeKind::kCallFunction, target, std::move(args), std::move(kwargs), g.uniqueName(hint), obs);
+    };
+    switch (c.kind) {
+      case K::kRemove: result = x; break;
+      case K::kPerTensor: {
+        std::vector<Argument> qp{c.scale, c.zero_point, c.quant_min, c.quant_max, c.dtype};
+        std::vector<Argument> qa{x};
+        qa.insert(qa.end(), qp.begin(), qp.end());
+        Node* q = call("quantized_decomposed.quantize_per_tensor", "quantize_per_tensor_default", qa);
+        std::vector<Argument> da{q};
+        da.insert(da.end(), qp.begin(), qp.end());
+        result = call("quantized_decomposed.dequantize_per_tensor", "dequantize_per_tensor_default", da, outDtype(x));
+        break;
+      }
+      case K::kPerChannel: {
+        const std::string path = modulePath(x);
+        const std::string sname = freshName(g, used, path + "_scale_");
+        used.insert(sname);
+        g.constants()[sname] = c.scales.detach().clone();
+        Node* s = g.create(NodeKind::kGetAttr, sname, {}, {}, g.uniqueName(sname), obs);
+        const std::string zname = freshName(g, used, path + "_zero_point_");
+        used.insert(zname);
+        g.constants()[zname] = c.zero_points.detach().clone();
+        Node* z = g.create(NodeKind::kGetAttr, zname, {}, {}, g.uniqueName(zname), obs);
+        added.push_back(sname);
+        added.push_back(zname);
+        std::vector<Argument> qp{s, z, c.axis, c.quant_min, c.quant_max, c.dtype};
+        std::vector<Argument> qa{x};
+        qa.insert(qa.end(), qp.begin(), qp.end());
+        Node* q = call("quantized_decomposed.quantize_per_channel", "quantize_per_channel_default", qa);
+        std::vector<Argument> da{q};
+        da.insert(da.end(), qp.begin(), qp.end());
+        result = call("quantized_decomposed.dequantize_per_channel", "dequantize_per_channel_default", da, outDtype(x));
+        break;
+      }
+      case K::kDynamic: {
+        TORCH_CHECK(c.dtype == c10::kChar || c.dtype == c10::kByte, "observers-to-qdq: %", obs->name(),
+                    ": dynamic quantization supports int8 and uint8 only, got ", c.dtype);
+        const std::string choose = c.symmetric ? "quantized_decomposed.choose_qparams_symmetric.tensor"
+                                               : "quantized_decomposed.choose_qparams.tensor";
+        Node* cq = call(choose, c.symmetric ? "choose_qparams_symmetric_tensor" : "choose_qparams_tensor",
+                        {x, c.quant_min, c.quant_max, c.eps, c.dtype});
+        Node* s = call("_operator.getitem", "getitem", {cq, int64_t{0}});
+        Node* z = call("_operator.getitem", "getitem", {cq, int64_t{1}});
+        std::vector<Argument> qp{s, z, c.quant_min, c.quant_max, c.dtype};
+        std::vector<Argument> qa{x};
+        qa.insert(qa.end(), qp.begin(), qp.end());
+        Node* q = call("quantized_decomposed.quantize_per_tensor.tensor", "quantize_per_tensor_tensor", qa);
+        std::vector<Argument> da{q};
+        da.insert(da.end(), qp.begin(), qp.end());
+        result = call("quantized_decomposed.dequantize_per_tensor.tensor", "dequantize_per_tensor_tensor", da,
+                      outDtype(x));
+        break;
+      }
+      case K::kFloat16: {
+        Node* h = call("quantized_decomposed.convert_element_type.no_fuse", "convert_element_type_no_fuse",
+                       {x, c10::kHalf});
+        result = call("quantized_decomposed.convert_element_type.no_fuse", "convert_element_type_no_fuse",
+                      {h, c10::kFloat});
+        break;
+      }
+    }
+    g.replaceAllUsesWith(obs, result);
+    g.erase(obs);
+  }
+  return added;
+}
+
+}  // namespace pt2q

@@ -1,0 +1,42 @@
+// The passes of convert/ in the pass registry (pt2q-opt, runPasses). observers-to-qdq needs
+// qparams from Python observers and is called directly instead.
+#include "convert/observers_to_qdq.h"
+#include "graph/pass.h"
+
+namespace pt2q {
+namespace {
+
+class DuplicateDQPass final : public Pass {
+ public:
+  PassResult run(Graph& g) override {
+    std::set<std::string> annotated;
+    for (Node* n : g.nodes()) {
+      if (!n->meta().annotation.empty()) annotated.insert(n->name());
+    }
+    PassResult r;
+    r.num_rewrites = duplicateDequantize(g, annotated);
+    r.changed = r.num_rewrites > 0;
+    return r;
+  }
+};
+
+class FoldQuantizePass final : public Pass {
+ public:
+  PassResult run(Graph& g) override {
+    PassResult r;
+    r.num_rewrites = static_cast<int64_t>(foldQuantize(g, {}).size());
+    r.changed = r.num_rewrites > 0;
+    return r;
+  }
+};
+
+}  // namespace
+
+void registerConvertPasses(PassRegistry& registry) {
+  registry.add({"duplicate-dq", "One dequantize per annotated consumer (convert_pt2e's DuplicateDQPass)",
+                [] { return std::make_unique<DuplicateDQPass>(); }});
+  registry.add({"fold-quantize", "Fold quantize ops on constant weights into _frozen_param constants",
+                [] { return std::make_unique<FoldQuantizePass>(); }});
+}
+
+}  // namespace pt2q

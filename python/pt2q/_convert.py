@@ -1,0 +1,96 @@
+"""convert_pt2e's steps: observers -> quantize/dequantize (C++), DuplicateDQ, weight folding."""
+
+from __future__ import annotations
+
+import torch
+from torch import fx
+
+from pt2q import _annotations as _ann
+from pt2q import graph as _graph
+from pt2q._C import convert as _cconv
+from pt2q.export_utils import disallow_eval_train
+
+_SUPPORTED_QDTYPES = (torch.quint8, torch.qint8, torch.qint32, torch.uint8, torch.int8, torch.uint16, torch.int16,
+                      torch.int32, torch.float8_e5m2, torch.float8_e4m3fn)
+_UNDERLYING = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
+_PER_CHANNEL = (torch.per_channel_affine, torch.per_channel_symmetric, torch.per_channel_affine_float_qparams)
+
+
+class ConvertError(ValueError):
+    """convert_pt2e cannot convert the model; the message names the observer and node."""
+
+
+def _is_observer(m) -> bool:
+    return isinstance(m, torch.nn.Module) and hasattr(m, "calculate_qparams") and hasattr(m, "dtype")
+
+
+def _unobserved(obs) -> bool:
+    check = getattr(obs, "_unobserved", None)
+    if callable(check):
+        return check()
+    mn = getattr(obs, "min_val", None)
+    if isinstance(mn, torch.Tensor):
+        return mn.numel() == 0 or (mn.dim() == 0 and bool(mn == float("inf")))
+    return False
+
+
+def _dtype_name(d: torch.dtype) -> str:
+    return str(_UNDERLYING.get(d, d)).replace("torch.", "")
+
+
+def _record(obs, where: str) -> dict:
+    if hasattr(obs, "convert"):
+        raise ConvertError(f"{where}: {type(obs).__name__} converts itself (torchao affine observers), which pt2q "
+                           "does not support yet")
+    dtype = obs.dtype
+    is_dynamic = bool(getattr(obs, "is_dynamic", False))
+    if dtype in _SUPPORTED_QDTYPES and not is_dynamic:
+        if _unobserved(obs):
+            raise ConvertError(f"{where}: the observer saw no data; run calibration data through the prepared "
+                               "model before convert_pt2e")
+        scale, zp = obs.calculate_qparams()
+        rec = {"dtype": _dtype_name(dtype), "quant_min": int(obs.quant_min), "quant_max": int(obs.quant_max)}
+        if getattr(obs, "qscheme", None) in _PER_CHANNEL:
+            rec.update(kind="per_channel", scale=scale, zero_point=zp, axis=int(obs.ch_axis))
+        else:
+            rec.update(kind="per_tensor", scale=float(scale), zero_point=int(zp))
+        return rec
+    if is_dynamic:
+        qscheme = getattr(obs, "qscheme", torch.per_tensor_affine)
+        if qscheme not in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            raise ConvertError(f"{where}: dynamic quantization needs a per-tensor qscheme, got {qscheme}")
+        if _UNDERLYING.get(dtype, dtype) not in (torch.int8, torch.uint8):
+            raise ConvertError(f"{where}: dynamic quantization supports int8 and uint8 only, got {dtype}")
+        if obs.quant_min is None or obs.quant_max is None:
+            raise ConvertError(f"{where}: a dynamic observer needs quant_min and quant_max")
+        eps = getattr(obs, "eps", torch.finfo(torch.float32).eps)
+        return {"kind": "dynamic", "dtype": _dtype_name(dtype), "quant_min": int(obs.quant_min),
+                "quant_max": int(obs.quant_max), "eps": float(eps), "symmetric": qscheme == torch.per_tensor_symmetric}
+    if dtype == torch.float16:
+        return {"kind": "float16"}
+    return {"kind": "remove"}
+
+
+def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quantize: bool) -> fx.GraphModule:
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers torch.ops.quantized_decomposed)
+
+    if use_reference_representation:
+        raise NotImplementedError("convert_pt2e(use_reference_representation=True) is not supported by pt2q yet")
+    modules = dict(model.named_modules(remove_duplicate=False))
+    records: dict[str, dict] = {}
+    for n in model.graph.nodes:
+        if n.op == "call_module" and n.target not in records and _is_observer(modules.get(n.target)):
+            where = f"{n.target} (observing %{n.args[0].name})"
+            records[n.target] = _record(modules[n.target], where)
+    g = _graph.from_fx(model)
+    taken = {a for a in dir(model) if a.startswith(("_scale_", "_zero_point_", "_frozen_param"))}
+    taken |= set(modules)
+    _cconv.observers_to_qdq(g, records, taken)
+    annotated = {n.name for n in model.graph.nodes if _ann.is_valid_annotation(n.meta.get(_ann.Q_ANNOTATION_KEY))}
+    _cconv.duplicate_dq(g, annotated)
+    if fold_quantize:
+        _cconv.fold_quantize(g, taken)
+    converted = _graph.to_fx(g)
+    converted.meta.update(model.meta)
+    converted.meta.pop("_observed_graph_module_attrs", None)
+    return disallow_eval_train(converted)
