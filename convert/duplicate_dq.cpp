@@ -10,6 +10,8 @@
 //   %dq_2 = quantized_decomposed.dequantize_per_tensor(%q, ...)
 //   %a = aten.conv2d(%dq_2, ...)
 //   %b = aten.linear(%dq_1, ...)
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "convert/observers_to_qdq.h"
@@ -40,6 +42,26 @@ bool isDynamicChain(const Node* dq) {
   return item->args()[0].node()->target() == "quantized_decomposed.choose_qparams.tensor";
 }
 
+// FX's name for a copy of `name`: its base (without a trailing _N) numbered past the highest
+// number that base has in the graph, as torch.fx's namespace counts.
+std::string copyName(const Graph& g, const std::string& name) {
+  size_t cut = name.size();
+  while (cut > 0 && std::isdigit(static_cast<unsigned char>(name[cut - 1]))) --cut;
+  const std::string base = (cut > 0 && cut < name.size() && name[cut - 1] == '_') ? name.substr(0, cut - 1) : name;
+  int64_t top = 0;
+  for (Node* n : g.nodes()) {
+    const std::string& m = n->name();
+    if (m.size() > base.size() + 1 && m.compare(0, base.size() + 1, base + "_") == 0 &&
+        m.find_first_not_of("0123456789", base.size() + 1) == std::string::npos) {
+      top = std::max<int64_t>(top, std::stoll(m.substr(base.size() + 1)));
+    }
+  }
+  for (int64_t i = top + 1;; ++i) {
+    const std::string candidate = base + "_" + std::to_string(i);
+    if (g.findNode(candidate) == nullptr) return candidate;
+  }
+}
+
 }  // namespace
 
 int64_t duplicateDequantize(Graph& g, const std::set<std::string>& annotated) {
@@ -53,7 +75,7 @@ int64_t duplicateDequantize(Graph& g, const std::set<std::string>& annotated) {
     if (users.size() <= 1 || isDynamicChain(dq)) continue;
     for (Node* u : users) {
       if (!annotated.count(u->name())) continue;
-      Node* copy = g.create(NodeKind::kCallFunction, dq->target(), dq->args(), dq->kwargs(), g.uniqueName(dq->name()),
+      Node* copy = g.create(NodeKind::kCallFunction, dq->target(), dq->args(), dq->kwargs(), copyName(g, dq->name()),
                             g.nextNode(dq));
       copy->meta() = dq->meta();
       u->replaceInput(dq, copy);

@@ -97,7 +97,9 @@ std::vector<std::string> foldQuantize(Graph& g, const std::set<std::string>& tak
     Node* attr = g.create(NodeKind::kGetAttr, name, {}, {}, g.uniqueName(name), q);
     attr->meta() = q->meta();
     g.replaceAllUsesWith(q, attr);
+    const std::string q_name = q->name();
     g.erase(q);
+    g.rename(attr, q_name);  // torchao's constant folding keeps the folded node's name
     added.push_back(name);
   }
   for (Node* n : g.nodes()) {

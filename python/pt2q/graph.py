@@ -265,30 +265,38 @@ def _set_attr_path(root: torch.nn.Module, path: str, value: torch.Tensor) -> Non
 
 
 def _fx_order(g: Graph, fx_meta: dict) -> list:
-    """The IR's nodes in the order of the FX graph they came from: the IR keeps placeholders
-    first, FX (export) puts parameters before them. A node a pass inserted stays right after the
-    original node it follows in the IR. Falls back to the IR order if that would not be
-    topological (a node before one of its inputs)."""
+    """The IR's nodes in the order of the FX graph they came from. The IR keeps placeholders
+    first; export puts parameters before them. So the nodes ahead of the first original node that
+    FX had after the placeholders are split into an early part (FX's parameters and what passes
+    added among them) and a late part (the placeholders, what depends on them, and new constants
+    a pass added right before that first node), each in IR order, which keeps it topological."""
     nodes = g.nodes()
-    if not fx_meta:
-        return nodes
     index = {name: i for i, name in enumerate(fx_meta)}
-    groups: list = []  # (original index, [nodes])
-    current = (-1, [])
-    for n in nodes:
-        if n.name in index and n.kind != "output":
-            groups.append(current)
-            current = (index[n.name], [n])
-        else:
-            current[1].append(n)
-    groups.append(current)
-    order = [n for _, ns in sorted(groups, key=lambda t: t[0]) for n in ns]
-    seen = set()
-    for n in order:
-        if any(i.name not in seen for i in n.inputs):
-            return nodes
-        seen.add(n.name)
-    return order
+    places = [index[n.name] for n in nodes if n.kind == "placeholder" and n.name in index]
+    if not places:
+        return nodes
+    last_place = max(places)
+    cut = next((i for i, n in enumerate(nodes) if n.kind != "placeholder" and index.get(n.name, -1) > last_place),
+               len(nodes))
+    prefix = nodes[:cut]
+    dependent: set = set()
+    for n in prefix:
+        if n.kind == "placeholder" or any(x.name in dependent for x in n.inputs):
+            dependent.add(n.name)
+    # New constants a pass put right before that first node (e.g. a folded conv's bias); a node
+    # that consumes an earlier, early one (an observer after a weight) ends the run.
+    trailing: set = set()
+    for n in reversed(prefix):
+        if n.name in index or n.name in dependent:
+            break
+        trailing.add(n.name)
+    for i, n in enumerate(prefix):
+        if n.name in trailing and any(x.name not in trailing for x in n.inputs):
+            trailing -= {m.name for m in prefix[: i + 1]}
+    late_names = dependent | trailing
+    early = [n for n in prefix if n.name not in late_names]
+    late = [n for n in prefix if n.name in late_names]
+    return early + late + nodes[cut:]
 
 
 def to_fx(g: Graph) -> fx.GraphModule:

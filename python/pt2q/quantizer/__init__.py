@@ -1,0 +1,36 @@
+"""pt2q.quantizer: the quantizer API of torchao.quantization.pt2e.quantizer (same names, fields,
+defaults and checks) and pt2q's built-in quantizers."""
+
+from pt2q.quantizer.composable_quantizer import ComposableQuantizer
+from pt2q.quantizer.quantizer import (
+    Q_ANNOTATION_KEY,
+    DerivedQuantizationSpec,
+    EdgeOrNode,
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    QuantizationSpecBase,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+from pt2q.quantizer.utils import (
+    OperatorConfig,
+    OperatorPatternType,
+    QuantizationConfig,
+    annotate_input_qspec_map,
+    annotate_output_qspec,
+    get_bias_qspec,
+    get_input_act_qspec,
+    get_module_name_filter,
+    get_output_act_qspec,
+    get_weight_qspec,
+    is_valid_annotation,
+)
+
+__all__ = [
+    "Quantizer", "ComposableQuantizer", "EdgeOrNode", "QuantizationSpec", "QuantizationSpecBase",
+    "DerivedQuantizationSpec", "FixedQParamsQuantizationSpec", "SharedQuantizationSpec", "QuantizationAnnotation",
+    "QuantizationConfig", "OperatorConfig", "OperatorPatternType", "annotate_input_qspec_map",
+    "annotate_output_qspec", "get_module_name_filter", "is_valid_annotation", "get_input_act_qspec",
+    "get_output_act_qspec", "get_weight_qspec", "get_bias_qspec", "Q_ANNOTATION_KEY",
+]
