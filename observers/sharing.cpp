@@ -71,7 +71,7 @@ SharingPlan computeSharing(const Graph& graph) {
   std::map<std::string, Annotation> annotations;
   for (Node* n : graph.nodes()) {
     if (n->meta().annotation.empty()) continue;
-    Annotation a = parseAnnotation(n->meta().annotation, n->name());
+    Annotation a = annotationOf(n);
     const std::vector<Node*> inputs = n->inputs();
     for (const auto& [arg, ref] : a.inputs) {
       Node* src = graph.findNode(arg);

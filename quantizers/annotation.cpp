@@ -127,6 +127,7 @@ std::string printAnnotation(const Annotation& a) {
   for (const auto& [arg, r] : a.inputs) add("in %" + arg + " = " + printRef(r));
   if (a.output.kind != QSpecRef::Kind::kNone) add("out = " + printRef(a.output));
   if (!a.allow_implicit_sharing) add("implicit_sharing = false");
+  if (a.annotated) add("annotated");
   return s;
 }
 
@@ -152,14 +153,20 @@ Annotation parseAnnotation(const std::string& text, const std::string& node) {
       } else {
         p.fail("true or false");
       }
+    } else if (p.eat("annotated")) {
+      a.annotated = true;
     } else {
-      p.fail("'in', 'out' or 'implicit_sharing'");
+      p.fail("'in', 'out', 'implicit_sharing' or 'annotated'");
     }
   } while (p.eat(";"));
   p.ws();
   if (p.i != text.size()) p.fail("';' or the end");
   return a;
 }
+
+Annotation annotationOf(const Node* n) { return parseAnnotation(n->meta().annotation, n->name()); }
+
+void setAnnotation(Node* n, const Annotation& a) { n->meta().annotation = printAnnotation(a); }
 
 bool sameQuantizationAttrs(const QSpecRef& a, const QSpecRef& b) {
   for (const char* name : {"dtype", "is_dynamic", "quant_min", "quant_max", "qscheme", "ch_axis", "scale",

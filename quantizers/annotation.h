@@ -6,7 +6,7 @@
 // Printed form (one node):
 //   in %x = spec#0{dtype=int8, quant_min=-128, quant_max=127, qscheme=per_tensor_affine,
 //                  ch_axis=None, is_dynamic=False}; in %w = none; out = shared(%x, %conv)
-//   [; implicit_sharing = false]
+//   [; implicit_sharing = false] [; annotated]
 // An attribute the Python spec does not have is left out (torchao's _has_same_attr treats
 // "absent on both" as equal); values are Python reprs.
 #pragma once
@@ -16,6 +16,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "graph/node.h"
 
 namespace pt2q {
 
@@ -43,8 +45,14 @@ struct Annotation {
   std::vector<std::pair<std::string, QSpecRef>> inputs;  // input_qspec_map, by producer name, in order
   QSpecRef output;
   bool allow_implicit_sharing = true;
-  bool empty() const { return inputs.empty() && output.kind == QSpecRef::Kind::kNone; }
+  bool annotated = false;  // QuantizationAnnotation._annotated: a quantizer claimed the node
+  /// is_valid_annotation: something is quantized.
+  bool valid() const { return !inputs.empty() || output.kind != QSpecRef::Kind::kNone; }
 };
+
+/// The annotation of a node (an empty one when it has none) and its replacement.
+Annotation annotationOf(const Node* n);
+void setAnnotation(Node* n, const Annotation& a);
 
 std::string printAnnotation(const Annotation& a);
 /// Parses the printed form; throws naming `node` and the offending text.

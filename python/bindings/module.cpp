@@ -7,6 +7,7 @@
 #include "python/bindings/info.h"
 #include "python/bindings/observers.h"
 #include "python/bindings/prepare.h"
+#include "python/bindings/quantizers.h"
 #include "python/bindings/reference.h"
 
 PYBIND11_MODULE(_C, m) {
@@ -23,4 +24,6 @@ PYBIND11_MODULE(_C, m) {
   pt2q::python::bindPrepare(prepare);
   auto convert = m.def_submodule("convert", "the passes of convert_pt2e (convert/observers_to_qdq.h)");
   pt2q::python::bindConvert(convert);
+  auto quantizers = m.def_submodule("quantizers", "annotators of the built-in quantizers (quantizers/annotators.h)");
+  pt2q::python::bindQuantizers(quantizers);
 }

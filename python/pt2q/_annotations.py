@@ -94,6 +94,8 @@ def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable) -> str:
         parts.append(f"out = {_ref(out, table, gm, where)}")
     if not getattr(qa, "allow_implicit_sharing", True):
         parts.append("implicit_sharing = false")
+    if getattr(qa, "_annotated", False):
+        parts.append("annotated")
     return "; ".join(parts)
 
 

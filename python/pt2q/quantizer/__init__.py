@@ -2,6 +2,7 @@
 defaults and checks) and pt2q's built-in quantizers."""
 
 from pt2q.quantizer.composable_quantizer import ComposableQuantizer
+from pt2q.quantizer.embedding_quantizer import EmbeddingQuantizer, get_embedding_operators_config
 from pt2q.quantizer.quantizer import (
     Q_ANNOTATION_KEY,
     DerivedQuantizationSpec,
@@ -26,8 +27,10 @@ from pt2q.quantizer.utils import (
     get_weight_qspec,
     is_valid_annotation,
 )
+from pt2q.quantizer.xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
 
 __all__ = [
+    "XNNPACKQuantizer", "get_symmetric_quantization_config", "EmbeddingQuantizer", "get_embedding_operators_config",
     "Quantizer", "ComposableQuantizer", "EdgeOrNode", "QuantizationSpec", "QuantizationSpecBase",
     "DerivedQuantizationSpec", "FixedQParamsQuantizationSpec", "SharedQuantizationSpec", "QuantizationAnnotation",
     "QuantizationConfig", "OperatorConfig", "OperatorPatternType", "annotate_input_qspec_map",

@@ -1,0 +1,73 @@
+"""pt2q's own quantizers (annotating in C++) against torchao's, end to end: pt2q's
+XNNPACKQuantizer + pt2q's flow gives the graphs, qparams, folded weights and outputs that
+torchao's XNNPACKQuantizer + torchao's flow give (static per-tensor, per-channel, dynamic),
+and likewise EmbeddingQuantizer."""
+
+import warnings
+
+import pytest
+import torch
+
+import pt2q
+from pt2q.quantizer import EmbeddingQuantizer, XNNPACKQuantizer, get_symmetric_quantization_config
+from tests.pt2e import compare
+from tests.pt2e.models import MODELS, calibration_batches, export_twice
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    ao = pytest.importorskip("torchao.quantization.pt2e.quantize_pt2e")
+    from torchao.quantization.pt2e.quantizer.embedding_quantizer import EmbeddingQuantizer as AoEmbeddingQuantizer
+    from torchao.testing.pt2e import _xnnpack_quantizer as xnn
+
+CONFIGS = {"per_tensor": dict(), "per_channel": dict(is_per_channel=True),
+           "dynamic": dict(is_per_channel=True, is_dynamic=True)}
+
+
+def run_both(ea, eb, args, qa, qb, batches=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = ao.prepare_pt2e(ea, qa)
+        b = pt2q.prepare_pt2e(eb, qb)
+        compare.assert_same_prepared(a, b)
+        for batch in batches or calibration_batches(args):
+            a(*batch)
+            b(*batch)
+        compare.assert_same_qparams(a, b)
+        ca, cb = ao.convert_pt2e(a), pt2q.convert_pt2e(b)
+    compare.assert_same_graph(ca, cb)
+    compare.assert_same_constants(ca, cb)
+    return ca, cb
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_xnnpack_quantizer_same_as_torchao(model, config):
+    ea, eb, args = export_twice(model)
+    qa = xnn.XNNPACKQuantizer().set_global(xnn.get_symmetric_quantization_config(**CONFIGS[config]))
+    qb = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(**CONFIGS[config]))
+    ca, cb = run_both(ea, eb, args, qa, qb)
+    for batch in calibration_batches(args, n=2, seed=7):
+        compare.assert_outputs_equal(ca, cb, batch)
+
+
+class Embed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(20, 8)
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, idx):
+        return self.lin(self.emb(idx))
+
+
+def test_embedding_quantizer_same_as_torchao():
+    torch.manual_seed(0)
+    m = Embed().eval()
+    idx = torch.randint(0, 20, (3, 5))
+    ea = torch.export.export(m, (idx,)).module()
+    eb = torch.export.export(m, (idx,)).module()
+    ca, cb = run_both(ea, eb, (idx,), AoEmbeddingQuantizer(), EmbeddingQuantizer(), batches=[(idx,)])
+    compare.assert_outputs_equal(ca, cb, (torch.randint(0, 20, (3, 5)),))
+    targets = [n.target for n in cb.graph.nodes if n.op == "call_function"]
+    assert torch.ops.quantized_decomposed.dequantize_per_channel.default in targets
+    assert torch.ops.quantized_decomposed.quantize_per_channel.default not in targets  # folded
