@@ -128,6 +128,7 @@ std::string printAnnotation(const Annotation& a) {
   if (a.output.kind != QSpecRef::Kind::kNone) add("out = " + printRef(a.output));
   if (!a.allow_implicit_sharing) add("implicit_sharing = false");
   if (a.annotated) add("annotated");
+  if (a.quantized_output) add("quantized_output");
   return s;
 }
 
@@ -155,8 +156,10 @@ Annotation parseAnnotation(const std::string& text, const std::string& node) {
       }
     } else if (p.eat("annotated")) {
       a.annotated = true;
+    } else if (p.eat("quantized_output")) {
+      a.quantized_output = true;
     } else {
-      p.fail("'in', 'out', 'implicit_sharing' or 'annotated'");
+      p.fail("'in', 'out', 'implicit_sharing', 'annotated' or 'quantized_output'");
     }
   } while (p.eat(";"));
   p.ws();

@@ -6,7 +6,7 @@
 // Printed form (one node):
 //   in %x = spec#0{dtype=int8, quant_min=-128, quant_max=127, qscheme=per_tensor_affine,
 //                  ch_axis=None, is_dynamic=False}; in %w = none; out = shared(%x, %conv)
-//   [; implicit_sharing = false] [; annotated]
+//   [; implicit_sharing = false] [; annotated] [; quantized_output]
 // An attribute the Python spec does not have is left out (torchao's _has_same_attr treats
 // "absent on both" as equal); values are Python reprs.
 #pragma once
@@ -46,6 +46,7 @@ struct Annotation {
   QSpecRef output;
   bool allow_implicit_sharing = true;
   bool annotated = false;  // QuantizationAnnotation._annotated: a quantizer claimed the node
+  bool quantized_output = false;  // X86's _is_output_of_quantized_pattern
   /// is_valid_annotation: something is quantized.
   bool valid() const { return !inputs.empty() || output.kind != QSpecRef::Kind::kNone; }
 };

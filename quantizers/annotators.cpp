@@ -26,17 +26,18 @@ const AnnotatorRegistry& defaultAnnotatorRegistry() {
     AnnotatorRegistry r;
     registerXnnpackAnnotators(r);
     registerEmbeddingAnnotators(r);
+    registerX86Annotators(r);
     return r;
   }();
   return registry;
 }
 
 void runAnnotators(Graph& graph, const std::vector<std::string>& names, const RoleSpecs& roles,
-                   const std::set<std::string>* allowed) {
+                   const std::set<std::string>* allowed, const std::string& pattern_filter, bool config_is_none) {
   const AnnotatorRegistry& r = defaultAnnotatorRegistry();
   std::vector<const Annotator*> fns;
   for (const auto& n : names) fns.push_back(&r.get(n));  // unknown names fail before any change
-  AnnotatorContext ctx{graph, roles, allowed};
+  AnnotatorContext ctx{graph, roles, allowed, pattern_filter, config_is_none};
   for (const Annotator* f : fns) (*f)(ctx);
 }
 

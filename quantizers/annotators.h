@@ -28,6 +28,12 @@ struct AnnotatorContext {
   Graph& graph;
   const RoleSpecs& roles;
   const std::set<std::string>* allowed = nullptr;
+  /// X86's pattern filters (on a whole pattern, not per node): "" none (use `allowed` on each
+  /// node), "global" (exactly one node of the pattern is a default-quantizable op), or an
+  /// operator target (exactly one node of the pattern is that op).
+  std::string pattern_filter;
+  /// The config is None: matched patterns are claimed but not quantized (X86).
+  bool config_is_none = false;
   bool allows(const Node* n) const { return allowed == nullptr || allowed->count(n->name()) > 0; }
 };
 
@@ -44,12 +50,14 @@ class AnnotatorRegistry {
   std::map<std::string, Annotator> annotators_;
 };
 
-/// Every annotator pt2q has: XNNPACK's (quantizers/xnnpack_annotators.cpp) and embedding.
+/// Every annotator pt2q has: XNNPACK's (quantizers/xnnpack_annotators.cpp), X86's
+/// (quantizers/x86_annotators.cpp) and embedding.
 const AnnotatorRegistry& defaultAnnotatorRegistry();
 
 /// Runs annotators by name in order (first annotation of a node wins).
 void runAnnotators(Graph& graph, const std::vector<std::string>& names, const RoleSpecs& roles,
-                   const std::set<std::string>* allowed);
+                   const std::set<std::string>* allowed, const std::string& pattern_filter = "",
+                   bool config_is_none = false);
 
 /// XNNPACK's propagate_annotation: shape/layout ops (relu, hardtanh, max_pool2d, mean, permute,
 /// squeeze, adaptive_avg_pool2d, view, slice_copy, flatten) after a node with an output spec share
@@ -59,5 +67,10 @@ void propagateAnnotation(Graph& graph);
 // Registration hooks of the annotator files.
 void registerXnnpackAnnotators(AnnotatorRegistry& r);
 void registerEmbeddingAnnotators(AnnotatorRegistry& r);
+void registerX86Annotators(AnnotatorRegistry& r);
+
+/// X86's last step: int8-in-int8-out ops (max_pool2d, cat, avg_pool2d, adaptive_avg_pool2d,
+/// flatten) whose output is quantized share their input edge's observer for the output.
+void annotateX86Int8Outputs(Graph& graph);
 
 }  // namespace pt2q

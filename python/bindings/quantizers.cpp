@@ -32,7 +32,8 @@ void bindQuantizers(py::module_& m) {
   m.def(
       "annotate",
       [](Graph& g, const std::vector<std::string>& names, const std::map<std::string, std::optional<std::string>>& roles,
-         const std::optional<std::set<std::string>>& allowed) {
+         const std::optional<std::set<std::string>>& allowed, const std::string& pattern_filter,
+         bool config_is_none) {
         RoleSpecs r;
         auto get = [&](const char* k) { return roles.count(k) ? roles.at(k) : std::nullopt; };
         r.input_activation = refFrom(get("input_activation"), "input_activation");
@@ -40,11 +41,13 @@ void bindQuantizers(py::module_& m) {
         r.weight = refFrom(get("weight"), "weight");
         r.bias = refFrom(get("bias"), "bias");
         r.transposed_weight = refFrom(get("transposed_weight"), "transposed_weight");
-        runAnnotators(g, names, r, allowed ? &*allowed : nullptr);
+        runAnnotators(g, names, r, allowed ? &*allowed : nullptr, pattern_filter, config_is_none);
       },
-      py::arg("graph"), py::arg("annotators"), py::arg("roles"), py::arg("allowed"),
+      py::arg("graph"), py::arg("annotators"), py::arg("roles"), py::arg("allowed"), py::arg("pattern_filter") = "",
+      py::arg("config_is_none") = false,
       "runs annotators by name; roles maps a config role to its printed spec reference (or None)");
   m.def("propagate", &propagateAnnotation, py::arg("graph"));
+  m.def("x86_int8_outputs", &annotateX86Int8Outputs, py::arg("graph"));
   m.def("annotators", [] { return defaultAnnotatorRegistry().names(); });
   m.def(
       "parse_annotation",
@@ -52,7 +55,8 @@ void bindQuantizers(py::module_& m) {
         const Annotation a = parseAnnotation(text, node);
         py::list inputs;
         for (const auto& [arg, r] : a.inputs) inputs.append(py::make_tuple(arg, refObject(r)));
-        return py::make_tuple(inputs, refObject(a.output), a.allow_implicit_sharing, a.annotated);
+        return py::make_tuple(inputs, refObject(a.output), a.allow_implicit_sharing, a.annotated,
+                              a.quantized_output);
       },
       "(inputs [(node, ref)], output ref, allow_implicit_sharing, annotated); a ref is None, "
       "('spec', id) or ('shared', node, user or None)");

@@ -96,6 +96,8 @@ def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable) -> str:
         parts.append("implicit_sharing = false")
     if getattr(qa, "_annotated", False):
         parts.append("annotated")
+    if getattr(qa, "_is_output_of_quantized_pattern", False):
+        parts.append("quantized_output")
     return "; ".join(parts)
 
 

@@ -71,3 +71,35 @@ def test_embedding_quantizer_same_as_torchao():
     targets = [n.target for n in cb.graph.nodes if n.op == "call_function"]
     assert torch.ops.quantized_decomposed.dequantize_per_channel.default in targets
     assert torch.ops.quantized_decomposed.quantize_per_channel.default not in targets  # folded
+
+
+# torchao's quantizers find cat, pooling, GRU and every X86 pattern through source_fn_stack,
+# which torch.export no longer records; with it recreated, they annotate as designed, and
+# pt2q's operator-based annotators must give the same result.
+from pt2q.quantizer import X86InductorQuantizer, get_default_x86_inductor_quantization_config  # noqa: E402
+from tests.pt2e.source_fn import add_source_fn_stack  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as x86  # noqa: E402
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_x86_quantizer_same_as_torchao_with_source_partitions(model):
+    ea, eb, args = export_twice(model)
+    add_source_fn_stack(ea)
+    qa = x86.X86InductorQuantizer().set_global(x86.get_default_x86_inductor_quantization_config())
+    qb = X86InductorQuantizer().set_global(get_default_x86_inductor_quantization_config())
+    ca, cb = run_both(ea, eb, args, qa, qb)
+    for batch in calibration_batches(args, n=2, seed=7):
+        compare.assert_outputs_equal(ca, cb, batch)
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_xnnpack_quantizer_same_as_torchao_with_source_partitions(model, config):
+    ea, eb, args = export_twice(model)
+    add_source_fn_stack(ea)
+    qa = xnn.XNNPACKQuantizer().set_global(xnn.get_symmetric_quantization_config(**CONFIGS[config]))
+    qb = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(**CONFIGS[config]))
+    run_both(ea, eb, args, qa, qb)

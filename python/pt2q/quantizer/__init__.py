@@ -27,10 +27,15 @@ from pt2q.quantizer.utils import (
     get_weight_qspec,
     is_valid_annotation,
 )
+from pt2q.quantizer.x86_inductor_quantizer import (
+    X86InductorQuantizer,
+    get_default_x86_inductor_quantization_config,
+)
 from pt2q.quantizer.xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
 
 __all__ = [
-    "XNNPACKQuantizer", "get_symmetric_quantization_config", "EmbeddingQuantizer", "get_embedding_operators_config",
+    "XNNPACKQuantizer", "get_symmetric_quantization_config", "X86InductorQuantizer",
+    "get_default_x86_inductor_quantization_config", "EmbeddingQuantizer", "get_embedding_operators_config",
     "Quantizer", "ComposableQuantizer", "EdgeOrNode", "QuantizationSpec", "QuantizationSpecBase",
     "DerivedQuantizationSpec", "FixedQParamsQuantizationSpec", "SharedQuantizationSpec", "QuantizationAnnotation",
     "QuantizationConfig", "OperatorConfig", "OperatorPatternType", "annotate_input_qspec_map",

@@ -26,8 +26,9 @@ from pt2q.quantizer.utils import (
 class AnnotationSession:
     """The IR mirror of one GraphModule while annotators run on it."""
 
-    def __init__(self, gm: fx.GraphModule):
+    def __init__(self, gm: fx.GraphModule, annotation_class=QuantizationAnnotation):
         self.gm = gm
+        self.annotation_class = annotation_class
         self.g = _graph.from_fx(gm)
         self.table = _ann.SpecTable()
         self.ir = {n.name: n for n in self.g.nodes()}
@@ -44,16 +45,20 @@ class AnnotationSession:
         return _ann._ref(spec, self.table, self.gm, "quantization config")
 
     def run(self, annotators: list[str], config: Optional[QuantizationConfig],
-            node_filter: Optional[Callable[[fx.Node], bool]] = None, check: bool = True) -> None:
+            node_filter: Optional[Callable[[fx.Node], bool]] = None, check: bool = True,
+            pattern_filter: str = "", none_claims: bool = False) -> None:
         """Runs `annotators` with `config`'s specs (checked by get_*_qspec unless check=False) on
-        the nodes `node_filter` accepts."""
+        the nodes `node_filter` accepts (or on the patterns `pattern_filter` accepts: "global" or an
+        operator). A None config does nothing, or claims the patterns unquantized if none_claims."""
         if config is None:
+            if none_claims:
+                _cq.annotate(self.g, annotators, {}, self._allowed(node_filter), pattern_filter, True)
             return
         if not check:
             roles = {"input_activation": self.ref(config.input_activation),
                      "output_activation": self.ref(config.output_activation), "weight": self.ref(config.weight),
                      "bias": self.ref(config.bias), "transposed_weight": self.ref(config.weight)}
-            _cq.annotate(self.g, annotators, roles, self._allowed(node_filter))
+            _cq.annotate(self.g, annotators, roles, self._allowed(node_filter), pattern_filter)
             return
         weight = get_weight_qspec(config)
         transposed = weight
@@ -63,13 +68,16 @@ class AnnotationSession:
                  "output_activation": self.ref(get_output_act_qspec(config)),
                  "weight": self.ref(weight), "bias": self.ref(get_bias_qspec(config)),
                  "transposed_weight": self.ref(transposed)}
-        _cq.annotate(self.g, annotators, roles, self._allowed(node_filter))
+        _cq.annotate(self.g, annotators, roles, self._allowed(node_filter), pattern_filter)
 
     def _allowed(self, node_filter):
         return None if node_filter is None else {n.name for n in self.gm.graph.nodes if node_filter(n)}
 
     def propagate(self) -> None:
         _cq.propagate(self.g)
+
+    def x86_int8_outputs(self) -> None:
+        _cq.x86_int8_outputs(self.g)
 
     def _spec(self, ref, nodes):
         if ref is None:
@@ -86,10 +94,13 @@ class AnnotationSession:
             text = self.ir[name].annotation if name in self.ir else ""
             if text == self.before.get(name, ""):
                 continue
-            inputs, output, implicit, annotated = _cq.parse_annotation(text, name)
-            n.meta[_ann.Q_ANNOTATION_KEY] = QuantizationAnnotation(
+            inputs, output, implicit, annotated, quantized_output = _cq.parse_annotation(text, name)
+            a = self.annotation_class(
                 input_qspec_map={nodes[a]: self._spec(r, nodes) for a, r in inputs},
                 output_qspec=self._spec(output, nodes), allow_implicit_sharing=implicit, _annotated=annotated)
+            if quantized_output:
+                a._is_output_of_quantized_pattern = True
+            n.meta[_ann.Q_ANNOTATION_KEY] = a
 
 
 def module_name_filter(module_name: str):
