@@ -171,7 +171,10 @@ def make_observer(spec, made: dict, key_of):
     ctr = spec.observer_or_fake_quant_ctr
     if "PerChannel" not in ctor_class_name(ctr):
         kwargs.pop("ch_axis", None)
-    return native_ctor(ctr).with_args(**kwargs)()
+    ctr = native_ctor(ctr)
+    if hasattr(ctr, "with_args"):
+        return ctr.with_args(**kwargs)()
+    return functools.partial(ctr, **kwargs)()  # a plain class or function: called with the spec's arguments
 
 
 def _fields(spec) -> dict:

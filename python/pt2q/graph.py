@@ -295,7 +295,17 @@ def _fx_order(g: Graph, fx_meta: dict) -> list:
             trailing -= {m.name for m in prefix[: i + 1]}
     late_names = dependent | trailing
     early = [n for n in prefix if n.name not in late_names]
-    late = [n for n in prefix if n.name in late_names]
+    # Each late node right after the last placeholder it depends on, as if inserted after it.
+    anchor: dict = {}
+    for n in prefix:
+        if n.name not in late_names:
+            continue
+        if n.kind == "placeholder":
+            anchor[n.name] = (index.get(n.name, last_place), 0)
+        else:
+            deps = [anchor[x.name][0] for x in n.inputs if x.name in anchor]
+            anchor[n.name] = (max(deps) if deps else float("inf"), 1)
+    late = sorted((n for n in prefix if n.name in late_names), key=lambda n: anchor[n.name])
     return early + late + nodes[cut:]
 
 
