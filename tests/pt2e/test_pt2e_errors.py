@@ -159,20 +159,20 @@ def test_shared_specs_in_a_cycle():
 
 
 def test_tensor_kwarg_on_an_annotated_node():
-    class KW(nn.Module):
+    class Add(nn.Module):
         def forward(self, x, y):
-            return torch.add(x, other=y)
+            return x + y
 
     args = (torch.randn(2), torch.randn(2))
-    m = torch.export.export(KW(), args).module()
+    m = torch.export.export(Add(), args).module()
 
     def annotate(model):
         add = adds(model)[0]
-        add.meta["quantization_annotation"] = QuantizationAnnotation(input_qspec_map={add.args[0]: ACT})
+        x, y = add.args
+        add.args, add.kwargs = (x,), {"other": y}  # a quantizer's transform left a tensor keyword
+        add.meta["quantization_annotation"] = QuantizationAnnotation(input_qspec_map={x: ACT})
 
-    if not any(n.kwargs for n in adds(m)):
-        pytest.skip("export passed the tensor positionally")
-    with pytest.raises(ValueError, match="kwarg 'other' holds a tensor"):
+    with pytest.raises(ValueError, match=r"annotation of node %add: kwarg 'other' holds a tensor"):
         pt2q.prepare_pt2e(m, Annotating(annotate))
 
 
@@ -208,10 +208,11 @@ def test_inf_is_an_error_for_min_max_observers_and_dropped_by_histograms():
     p = pt2q.prepare_pt2e(m, Annotating(annotate))
     with pytest.raises(RuntimeError, match=r"MinMaxObserver observing %x: .*\+-inf"):
         p(torch.tensor([1.0, float("inf"), 0.0, 2.0]))
-    h = pt2q.prepare_pt2e(exported()[0], xnnpack())
-    x = torch.randn(2, 3, 8, 8)
-    x[0, 0, 0, 0] = float("inf")
-    h(x)  # torch.ao's rule: infinities are left out of the histogram
+    h = pt2q.prepare_pt2e(torch.export.export(AddOne(), (torch.randn(4),)).module(), xnnpack())
+    h(torch.tensor([1.0, float("inf"), -3.0, 2.0]))  # torch.ao's rule: infinities are left out of histograms
+    c = pt2q.convert_pt2e(h)
+    q = [n for n in c.graph.nodes if n.target == torch.ops.quantized_decomposed.quantize_per_tensor.default]
+    assert q and all(0 < n.args[1] < 1 for n in q)  # scales from the finite values only
 
 
 def test_convert_arguments_are_checked():
