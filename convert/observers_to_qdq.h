@@ -43,6 +43,10 @@ std::vector<std::string> convertObserversToQDQ(Graph& graph,
 /// its own dq -> op pattern. Not for the dynamic choose_qparams -> getitem -> q -> dq chain.
 int64_t duplicateDequantize(Graph& graph, const std::set<std::string>& annotated);
 
+/// Gives quantize/dequantize/choose_qparams nodes the stack trace of the annotated node they
+/// serve (torchao's PortNodeMetaForQDQ; reads the annotations in node meta).
+void portQDQMetadata(Graph& graph);
+
 /// Folds quantize ops whose inputs are all constant (weights and pure ops on them) into new
 /// constants _frozen_param{i} (torchao's constant_fold with _quant_node_constraint); then drops
 /// get_attr nodes nobody uses (and their top-level constants) and dead code. Returns the names of

@@ -20,6 +20,14 @@ class DuplicateDQPass final : public Pass {
   }
 };
 
+class PortMetadataPass final : public Pass {
+ public:
+  PassResult run(Graph& g) override {
+    portQDQMetadata(g);
+    return {true, 0};
+  }
+};
+
 class FoldQuantizePass final : public Pass {
  public:
   PassResult run(Graph& g) override {
@@ -35,6 +43,8 @@ class FoldQuantizePass final : public Pass {
 void registerConvertPasses(PassRegistry& registry) {
   registry.add({"duplicate-dq", "One dequantize per annotated consumer (convert_pt2e's DuplicateDQPass)",
                 [] { return std::make_unique<DuplicateDQPass>(); }});
+  registry.add({"port-qdq-metadata", "Quantize/dequantize nodes take their annotated node's stack trace",
+                [] { return std::make_unique<PortMetadataPass>(); }});
   registry.add({"fold-quantize", "Fold quantize ops on constant weights into _frozen_param constants",
                 [] { return std::make_unique<FoldQuantizePass>(); }});
 }

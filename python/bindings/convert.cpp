@@ -53,6 +53,7 @@ void bindConvert(py::module_& m) {
       py::arg("graph"), py::arg("records"), py::arg("taken"),
       "replaces observer calls by quantize/dequantize nodes; returns the constants added");
   m.def("duplicate_dq", &duplicateDequantize, py::arg("graph"), py::arg("annotated"));
+  m.def("port_metadata", &portQDQMetadata, py::arg("graph"));
   m.def("fold_quantize", &foldQuantize, py::arg("graph"), py::arg("taken"));
 }
 

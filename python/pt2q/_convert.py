@@ -83,11 +83,18 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
             where = f"{n.target} (observing %{n.args[0].name})"
             records[n.target] = _record(modules[n.target], where)
     g = _graph.from_fx(model)
+    table = _ann.SpecTable()
+    ir = {n.name: n for n in g.nodes()}
+    for n in model.graph.nodes:
+        text = _ann.annotation_text(n, model, table)
+        if text:
+            ir[n.name].annotation = text
     taken = {a for a in dir(model) if a.startswith(("_scale_", "_zero_point_", "_frozen_param"))}
     taken |= set(modules)
     _cconv.observers_to_qdq(g, records, taken)
     annotated = {n.name for n in model.graph.nodes if _ann.is_valid_annotation(n.meta.get(_ann.Q_ANNOTATION_KEY))}
     _cconv.duplicate_dq(g, annotated)
+    _cconv.port_metadata(g)
     if fold_quantize:
         _cconv.fold_quantize(g, taken)
     converted = _graph.to_fx(g)

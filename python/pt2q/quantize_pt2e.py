@@ -128,8 +128,39 @@ def prepare_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
             if observed.get(node) not in seen:
                 seen.append(observed.get(node))
     prepared = _graph.to_fx(g)
+    _remap_annotations(prepared)
     prepared.meta.update(original_meta)
     return disallow_eval_train(prepared)
+
+
+def _remap_annotations(gm: fx.GraphModule) -> None:
+    """The annotations copied into the prepared graph still name the nodes of the graph they were
+    made on; point them (input_qspec_map keys, SharedQuantizationSpec edges and nodes) at the
+    prepared graph's nodes of the same names, as torchao's in-place prepare leaves them."""
+    nodes = {n.name: n for n in gm.graph.nodes}
+    same = lambda x: nodes.get(x.name, x) if isinstance(x, fx.Node) else x  # noqa: E731
+    specs: dict = {}
+
+    def spec(s):
+        if s is None or not hasattr(s, "edge_or_node"):
+            return s
+        if id(s) not in specs:
+            target = s.edge_or_node
+            target = tuple(same(t) for t in target) if isinstance(target, tuple) else same(target)
+            specs[id(s)] = type(s)(edge_or_node=target)
+        return specs[id(s)]
+
+    done = set()
+    for n in gm.graph.nodes:
+        qa = n.meta.get(_ann.Q_ANNOTATION_KEY)
+        if qa is None or id(qa) in done:
+            continue
+        done.add(id(qa))
+        qmap = getattr(qa, "input_qspec_map", None)
+        if qmap:
+            qa.input_qspec_map = {same(k): spec(v) for k, v in qmap.items()}
+        if getattr(qa, "output_qspec", None) is not None:
+            qa.output_qspec = spec(qa.output_qspec)
 
 
 def prepare_qat_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:

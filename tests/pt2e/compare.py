@@ -30,6 +30,8 @@ def assert_same_graph(a: fx.GraphModule, b: fx.GraphModule):
     for x, y in zip(a.graph.nodes, b.graph.nodes):
         assert arg_key(x.args) == arg_key(y.args), x.name
         assert arg_key(x.kwargs) == arg_key(y.kwargs), x.name
+        # stack traces, including those convert ports onto quantize/dequantize nodes
+        assert x.meta.get("stack_trace") == y.meta.get("stack_trace"), (x.name, "stack_trace")
 
 
 def observers(gm):
