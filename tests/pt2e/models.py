@@ -64,6 +64,7 @@ MODELS = {
     "residual_block": ZOO["residual_block"],
     "transformer_encoder": ZOO["transformer_encoder"],
     "dynamic_batch": ZOO["dynamic_batch"],
+    "cond": ZOO["cond"],
     "mobilenetish": lambda: (MobileNetish().eval(), (torch.randn(2, 3, 16, 16),), {}),
     "gpt_block": lambda: (GPTBlock().eval(), (torch.randn(2, 6, 32),), {}),
 }

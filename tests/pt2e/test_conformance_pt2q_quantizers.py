@@ -103,3 +103,4 @@ def test_xnnpack_quantizer_same_as_torchao_with_source_partitions(model, config)
     qa = xnn.XNNPACKQuantizer().set_global(xnn.get_symmetric_quantization_config(**CONFIGS[config]))
     qb = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(**CONFIGS[config]))
     run_both(ea, eb, args, qa, qb)
+
