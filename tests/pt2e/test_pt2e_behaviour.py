@@ -493,3 +493,22 @@ def test_torch_ao_observers_map_to_pt2q_and_unknown_ones_are_kept():
     assert kinds["HistogramObserver"].eps.item() == 2 ** -12
     m(torch.randn(1, 3, 5, 5))
     assert kinds["Recording"].seen == 1 and kinds["Recording"].kwargs["dtype"] == torch.float32
+
+
+def test_convert_neither_runs_nor_folds_buffer_mutations():
+    # torchao's constant folding evaluates in-place buffer updates at convert time (the buffer
+    # moves on) and folds their quantize into a constant; pt2q folds only pure computations.
+    from tests.graph.zoo import Counter
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 4)
+    m = torch.export.export(Counter(), (x,)).module()
+    p = pt2q.prepare_pt2e(m, XNNPACKQuantizer().set_global(get_symmetric_quantization_config()))
+    p(x)
+    steps = p.steps.clone()
+    c = pt2q.convert_pt2e(p)
+    assert torch.equal(c.steps, steps)
+    c(x)
+    assert torch.equal(c.steps, steps + 1)
+    mutations = [n for n in c.graph.nodes if n.target in (torch.ops.aten.add_.Tensor, torch.ops.aten.mul_.Tensor)]
+    assert all(n.users for n in mutations if n.target == torch.ops.aten.mul_.Tensor)
