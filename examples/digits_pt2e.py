@@ -97,6 +97,7 @@ def calibrate(model, x, batches=32, batch=32):
 
 
 def main():
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export pytree deprecation notes
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--compile", action="store_true", help="also time the models under torch.compile")
