@@ -77,11 +77,16 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
     if use_reference_representation:
         raise NotImplementedError("convert_pt2e(use_reference_representation=True) is not supported by pt2q yet")
     modules = dict(model.named_modules(remove_duplicate=False))
+    devices = {t.device for t in list(model.parameters()) + list(model.buffers())}
+    device = devices.pop() if len(devices) == 1 else torch.device("cpu")
     records: dict[str, dict] = {}
     for n in model.graph.nodes:
         if n.op == "call_module" and n.target not in records and _is_observer(modules.get(n.target)):
             where = f"{n.target} (observing %{n.args[0].name})"
             records[n.target] = _record(modules[n.target], where)
+            for key in ("scale", "zero_point"):  # per-channel buffers live where the model does
+                if isinstance(records[n.target].get(key), torch.Tensor):
+                    records[n.target][key] = records[n.target][key].to(device)
     g = _graph.from_fx(model)
     table = _ann.SpecTable()
     ir = {n.name: n for n in g.nodes()}
