@@ -39,7 +39,8 @@ ctest --test-dir build --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status
 tail -3 "$OUT/ctest.log"
 # One process per test file, so that a crash in one cannot hide the results of the others.
 : > "$OUT/pytest.log"
-for f in tests/test_*.py tests/kernels/test_*.py tests/mx/test_*.py tests/graph/test_*.py; do
+for f in tests/test_*.py tests/kernels/test_*.py tests/mx/test_*.py tests/graph/test_*.py tests/observers/test_*.py \
+         tests/pt2e/test_*.py; do
   echo "===== $f" >> "$OUT/pytest.log"
   python3 -m pytest "$f" -q -p no:cacheprovider --tb=short > /tmp/pt2q-one.log 2>&1 || { status=1; echo "FAILED: $f"; }
   cat /tmp/pt2q-one.log >> "$OUT/pytest.log"
