@@ -77,7 +77,15 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
     if use_reference_representation:
         raise NotImplementedError("convert_pt2e(use_reference_representation=True) is not supported by pt2q yet")
     modules = dict(model.named_modules(remove_duplicate=False))
-    devices = {t.device for t in list(model.parameters()) + list(model.buffers())}
+    # The device of the model's own constants (observers keep their statistics on the CPU).
+    devices = set()
+    for n in model.graph.nodes:
+        if n.op == "get_attr":
+            t = model
+            for part in n.target.split("."):
+                t = getattr(t, part, None)
+            if isinstance(t, torch.Tensor):
+                devices.add(t.device)
     device = devices.pop() if len(devices) == 1 else torch.device("cpu")
     records: dict[str, dict] = {}
     for n in model.graph.nodes:

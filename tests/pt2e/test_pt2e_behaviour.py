@@ -27,11 +27,11 @@ from pt2q.quantizer import (
 )
 from pt2q import observer as obs
 from tests.pt2e import compare
-from tests.pt2e.adapter import AoAdapter
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     ao = pytest.importorskip("torchao.quantization.pt2e.quantize_pt2e")
+    from tests.pt2e.adapter import AoAdapter  # noqa: E402  (needs torchao)
 
 Q = torch.ops.quantized_decomposed
 

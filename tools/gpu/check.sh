@@ -42,7 +42,9 @@ tail -3 "$OUT/ctest.log"
 for f in tests/test_*.py tests/kernels/test_*.py tests/mx/test_*.py tests/graph/test_*.py tests/observers/test_*.py \
          tests/pt2e/test_*.py; do
   echo "===== $f" >> "$OUT/pytest.log"
-  python3 -m pytest "$f" -q -p no:cacheprovider --tb=short > /tmp/pt2q-one.log 2>&1 || { status=1; echo "FAILED: $f"; }
+  rc=0; python3 -m pytest "$f" -q -p no:cacheprovider --tb=short > /tmp/pt2q-one.log 2>&1 || rc=$?
+  # 5: nothing collected (a file whose reference, e.g. torchao, is not installed there)
+  if [[ $rc -ne 0 && $rc -ne 5 ]]; then status=1; echo "FAILED: $f"; fi
   cat /tmp/pt2q-one.log >> "$OUT/pytest.log"
   echo "$f: $(tail -1 /tmp/pt2q-one.log)"
 done
