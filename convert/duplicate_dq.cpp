@@ -15,28 +15,19 @@
 #include <set>
 
 #include "convert/observers_to_qdq.h"
+#include "convert/qdq_ops.h"
 #include "graph/pass.h"
 
 namespace pt2q {
 namespace {
 
-const std::set<std::string> kQuantize = {"quantized_decomposed.quantize_per_tensor",
-                                         "quantized_decomposed.quantize_per_tensor.tensor",
-                                         "quantized_decomposed.quantize_per_channel"};
-const std::set<std::string> kDequantize = {"quantized_decomposed.dequantize_per_tensor",
-                                           "quantized_decomposed.dequantize_per_tensor.tensor",
-                                           "quantized_decomposed.dequantize_per_channel"};
-
-bool isCall(const Node* n, const std::set<std::string>& targets) {
-  return n->kind() == NodeKind::kCallFunction && targets.count(n->target());
-}
 
 // q's scale comes from choose_qparams through getitem: torchao leaves that dq shared (only the
 // asymmetric choose_qparams; the symmetric one is duplicated like any other).
 bool isDynamicChain(const Node* dq) {
   if (dq->args().empty() || !dq->args()[0].isNode()) return false;
   const Node* q = dq->args()[0].node();
-  if (!isCall(q, kQuantize) || q->args().size() < 2 || !q->args()[1].isNode()) return false;
+  if (!callsOneOf(q, quantizeTargets()) || q->args().size() < 2 || !q->args()[1].isNode()) return false;
   const Node* item = q->args()[1].node();
   if (item->target() != "_operator.getitem" || item->args().empty() || !item->args()[0].isNode()) return false;
   return item->args()[0].node()->target() == "quantized_decomposed.choose_qparams.tensor";
@@ -67,7 +58,7 @@ std::string copyName(const Graph& g, const std::string& name) {
 int64_t duplicateDequantize(Graph& g, const std::set<std::string>& annotated) {
   int64_t added = 0;
   for (Node* dq : g.nodes()) {
-    if (!isCall(dq, kDequantize)) continue;
+    if (!callsOneOf(dq, dequantizeTargets())) continue;
     std::vector<Node*> users;
     for (Node* u : dq->users()) {
       if (u->target() != "aten.sym_size.int" && u->target() != "aten.sym_numel") users.push_back(u);

@@ -16,15 +16,13 @@
 #include <set>
 
 #include "convert/observers_to_qdq.h"
+#include "convert/qdq_ops.h"
 #include "graph/interpreter.h"
 #include "graph/pass.h"
 
 namespace pt2q {
 namespace {
 
-const std::set<std::string> kFoldable = {"quantized_decomposed.quantize_per_tensor",
-                                         "quantized_decomposed.quantize_per_tensor.tensor",
-                                         "quantized_decomposed.quantize_per_channel"};
 
 // Constant: a tensor constant, or a pure operator call (or getitem) on constants only, with at
 // least one node input (constructors are not folded: inductor's skip_constructors).
@@ -82,7 +80,7 @@ std::vector<std::string> foldQuantize(Graph& g, const std::set<std::string>& tak
   const std::set<const Node*> constant = constantNodes(g);
   std::vector<std::pair<Node*, at::Tensor>> folds;
   for (Node* n : g.nodes()) {
-    if (n->kind() == NodeKind::kCallFunction && kFoldable.count(n->target()) && constant.count(n)) {
+    if (n->kind() == NodeKind::kCallFunction && quantizeTargets().count(n->target()) && constant.count(n)) {
       folds.emplace_back(n, evaluate(g, n));  // all values first: a failure changes nothing
     }
   }

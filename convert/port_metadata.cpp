@@ -10,17 +10,14 @@
 #include <set>
 
 #include "convert/observers_to_qdq.h"
+#include "convert/qdq_ops.h"
 #include "quantizers/annotation.h"
 
 namespace pt2q {
 namespace {
 
-const std::set<std::string> kQ = {"quantized_decomposed.quantize_per_tensor",
-                                  "quantized_decomposed.quantize_per_tensor.tensor",
-                                  "quantized_decomposed.quantize_per_channel"};
-const std::set<std::string> kDQ = {"quantized_decomposed.dequantize_per_tensor",
-                                   "quantized_decomposed.dequantize_per_tensor.tensor",
-                                   "quantized_decomposed.dequantize_per_channel"};
+const std::set<std::string>& kQ = quantizeTargets();
+const std::set<std::string>& kDQ = dequantizeTargets();
 const std::set<std::string> kChoose = {"quantized_decomposed.choose_qparams.tensor",
                                        "quantized_decomposed.choose_qparams_symmetric.tensor"};
 const std::set<std::string> kViews = {"aten.flatten.using_ints", "aten.permute", "aten.permute_copy",
@@ -28,9 +25,7 @@ const std::set<std::string> kViews = {"aten.flatten.using_ints", "aten.permute",
                                       "aten.transpose.int", "aten.transpose_", "aten.view_copy", "aten.view",
                                       "aten._mkldnn_transpose"};
 
-bool in(const Node* n, const std::set<std::string>& s) {
-  return n->kind() == NodeKind::kCallFunction && s.count(n->target()) > 0;
-}
+bool in(const Node* n, const std::set<std::string>& s) { return callsOneOf(n, s); }
 
 void port(Node* to, const Node* from) {
   if (!from->meta().stack_trace.empty()) to->meta().stack_trace = from->meta().stack_trace;

@@ -71,20 +71,23 @@ Annotation weightedInputs(const Node* op, const RoleSpecs& r, const QSpecRef& we
 
 bool weightedShape(const Node* op) { return argNode(op, 0) != nullptr && argNode(op, 1) != nullptr; }
 
-// The op annotated with inputs (and output, when it is not followed by a fused relu).
-void annotateWeighted(AnnotatorContext& c, Node* op, Node* relu, const QSpecRef& weight) {
-  Annotation a = weightedInputs(op, c.roles, weight);
-  a.annotated = true;
-  if (relu == nullptr) {
-    a.output = c.roles.output_activation;
-    setAnnotation(op, a);
-  } else {
-    setAnnotation(op, a);
+// Claims a pattern: `inputs` on the op, the output spec on the op or, when a relu is fused
+// after it, on the relu.
+void claim(AnnotatorContext& c, Node* op, Node* relu, Annotation inputs) {
+  inputs.annotated = true;
+  if (relu == nullptr) inputs.output = c.roles.output_activation;
+  setAnnotation(op, inputs);
+  if (relu != nullptr) {
     Annotation out;
     out.output = c.roles.output_activation;
     out.annotated = true;
     setAnnotation(relu, out);
   }
+}
+
+// A conv/linear-like op: activation, weight and bias inputs.
+void annotateWeighted(AnnotatorContext& c, Node* op, Node* relu, const QSpecRef& weight) {
+  claim(c, op, relu, weightedInputs(op, c.roles, weight));
   markAnnotated({argNode(op, 1), argNode(op, 2)});
 }
 
@@ -184,18 +187,7 @@ void binary(AnnotatorContext& c, std::initializer_list<const char*> ops, bool wi
       }
       setInput(a, x, c.roles.input_activation);
     }
-    if (skip) continue;
-    a.annotated = true;
-    if (relu == nullptr) {
-      a.output = c.roles.output_activation;
-      setAnnotation(op, a);
-    } else {
-      setAnnotation(op, a);
-      Annotation out;
-      out.output = c.roles.output_activation;
-      out.annotated = true;
-      setAnnotation(relu, out);
-    }
+    if (!skip) claim(c, op, relu, a);
   }
 }
 

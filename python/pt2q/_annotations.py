@@ -101,6 +101,20 @@ def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable) -> str:
     return "; ".join(parts)
 
 
+def annotated_ir(gm: fx.GraphModule):
+    """(the pt2q IR of `gm` with each node's annotation in printed form, the spec table)."""
+    from pt2q import graph as _graph
+
+    g = _graph.from_fx(gm)
+    table = SpecTable()
+    by_name = {n.name: n for n in g.nodes()}
+    for n in gm.graph.nodes:
+        text = annotation_text(n, gm, table)
+        if text:
+            by_name[n.name].annotation = text
+    return g, table
+
+
 def is_valid_annotation(qa) -> bool:
     return qa is not None and (len(getattr(qa, "input_qspec_map", None) or {}) > 0 or
                                getattr(qa, "output_qspec", None) is not None)

@@ -95,13 +95,7 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
             for key in ("scale", "zero_point"):  # per-channel buffers live where the model does
                 if isinstance(records[n.target].get(key), torch.Tensor):
                     records[n.target][key] = records[n.target][key].to(device)
-    g = _graph.from_fx(model)
-    table = _ann.SpecTable()
-    ir = {n.name: n for n in g.nodes()}
-    for n in model.graph.nodes:
-        text = _ann.annotation_text(n, model, table)
-        if text:
-            ir[n.name].annotation = text
+    g, _ = _ann.annotated_ir(model)
     taken = {a for a in dir(model) if a.startswith(("_scale_", "_zero_point_", "_frozen_param"))}
     taken |= set(modules)
     _cconv.observers_to_qdq(g, records, taken)

@@ -40,17 +40,6 @@ def _copy_through_ir(model: fx.GraphModule, passes: list[str]) -> fx.GraphModule
     return _graph.to_fx(g)
 
 
-def _annotated_ir(gm: fx.GraphModule):
-    g = _graph.from_fx(gm)
-    table = _ann.SpecTable()
-    by_name = {n.name: n for n in g.nodes()}
-    for n in gm.graph.nodes:
-        text = _ann.annotation_text(n, gm, table)
-        if text:
-            by_name[n.name].annotation = text
-    return g, table
-
-
 def _key(gm_nodes: dict, key):
     node, user = key
     return gm_nodes[node] if user is None else (gm_nodes[node], gm_nodes[user])
@@ -97,7 +86,7 @@ def prepare_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
     quantizer.annotate(gm)
     quantizer.validate(gm)
     try:
-        g, table = _annotated_ir(gm)
+        g, table = _ann.annotated_ir(gm)
         keys, group, group_spec = _cprep.compute_sharing(g)
     except RuntimeError as e:
         raise _ann.AnnotationError(str(e).split("\n")[0]) from None

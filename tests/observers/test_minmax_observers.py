@@ -1,8 +1,6 @@
 """pt2q's C++ MinMax-family observers against torch.ao's, bit for bit: running statistics and
 qparams over dtypes, qschemes, reduce_range, customized ranges and adversarial batches."""
 
-import itertools
-
 import pytest
 import torch
 import torch.ao.quantization.observer as tao

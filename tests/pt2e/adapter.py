@@ -3,10 +3,7 @@ the annotations are rewritten with torchao's spec classes and observer construct
 fields, same observer class names and bound arguments), keeping which specs are the same object."""
 
 import dataclasses
-import functools
 import warnings
-
-import torch
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -91,3 +91,25 @@ def assert_outputs_equal(a, b, args):
     assert len(fa) == len(fb)
     for x, y in zip(fa, fb):
         assert torch.equal(x, y), (x - y).abs().max()
+
+
+def run_flows(ao, ea, eb, args, qa, qb, batches):
+    """torchao's flow on `ea` with `qa` and pt2q's on `eb` with `qb`, checked step by step to be
+    the same; returns the two converted models."""
+    import warnings
+
+    import pt2q
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = ao.prepare_pt2e(ea, qa)
+        b = pt2q.prepare_pt2e(eb, qb)
+        assert_same_prepared(a, b)
+        for batch in batches:
+            a(*batch)
+            b(*batch)
+        assert_same_qparams(a, b)
+        ca, cb = ao.convert_pt2e(a), pt2q.convert_pt2e(b)
+    assert_same_graph(ca, cb)
+    assert_same_constants(ca, cb)
+    return ca, cb

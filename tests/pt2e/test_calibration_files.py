@@ -2,8 +2,6 @@
 them into a fresh prepared model reproduces it, and merging them gives the statistics of one
 calibration over all shards (exactly for min/max observers)."""
 
-import copy
-
 import pytest
 import torch
 

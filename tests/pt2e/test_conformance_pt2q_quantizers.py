@@ -8,7 +8,6 @@ import warnings
 import pytest
 import torch
 
-import pt2q
 from pt2q.quantizer import EmbeddingQuantizer, XNNPACKQuantizer, get_symmetric_quantization_config
 from tests.pt2e import compare
 from tests.pt2e.models import MODELS, calibration_batches, export_twice
@@ -24,19 +23,7 @@ CONFIGS = {"per_tensor": dict(), "per_channel": dict(is_per_channel=True),
 
 
 def run_both(ea, eb, args, qa, qb, batches=None):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        a = ao.prepare_pt2e(ea, qa)
-        b = pt2q.prepare_pt2e(eb, qb)
-        compare.assert_same_prepared(a, b)
-        for batch in batches or calibration_batches(args):
-            a(*batch)
-            b(*batch)
-        compare.assert_same_qparams(a, b)
-        ca, cb = ao.convert_pt2e(a), pt2q.convert_pt2e(b)
-    compare.assert_same_graph(ca, cb)
-    compare.assert_same_constants(ca, cb)
-    return ca, cb
+    return compare.run_flows(ao, ea, eb, args, qa, qb, batches or calibration_batches(args))
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))

@@ -6,9 +6,7 @@ same converted graph (targets and arguments), the same folded weights, and equal
 import warnings
 
 import pytest
-import torch
 
-import pt2q
 from tests.pt2e import compare
 from tests.pt2e.models import MODELS, calibration_batches, export_twice
 
@@ -36,17 +34,6 @@ KINDS = ["xnnpack_per_tensor", "xnnpack_per_channel", "xnnpack_dynamic", "x86"]
 def test_same_as_torchao(model, kind):
     ea, eb, args = export_twice(model)
     q = quantizer(kind)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        a = ao.prepare_pt2e(ea, q)
-        b = pt2q.prepare_pt2e(eb, q)
-        compare.assert_same_prepared(a, b)
-        for batch in calibration_batches(args):
-            a(*batch)
-            b(*batch)
-        compare.assert_same_qparams(a, b)
-        ca, cb = ao.convert_pt2e(a), pt2q.convert_pt2e(b)
-    compare.assert_same_graph(ca, cb)
-    compare.assert_same_constants(ca, cb)
+    ca, cb = compare.run_flows(ao, ea, eb, args, q, q, calibration_batches(args))
     for batch in calibration_batches(args, n=2, seed=7):
         compare.assert_outputs_equal(ca, cb, batch)

@@ -1,9 +1,6 @@
 """Bad input to prepare_pt2e/convert_pt2e: each error names what is wrong (node, observer,
 argument), and the caller's model is left as it was."""
 
-import copy
-import warnings
-
 import pytest
 import torch
 from torch import fx, nn
@@ -18,7 +15,6 @@ from pt2q.quantizer import (
     get_symmetric_quantization_config,
 )
 from pt2q import observer as obs
-from tests.pt2e.models import make
 
 ACT = QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
                        observer_or_fake_quant_ctr=obs.HistogramObserver)

@@ -4,7 +4,7 @@ torchao's test copy), annotating in C++ (quantizers/xnnpack_annotators.cpp)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import torch
 from torch import fx
