@@ -68,37 +68,37 @@ std::vector<std::string> convertObserversToQDQ(Graph& g, const std::map<std::str
                     std::vector<std::pair<std::string, Argument>> kwargs = {}) {
       return g.create(NodeKind::kCallFunction, target, std::move(args), std::move(kwargs), g.uniqueName(hint), obs);
     };
+    // quantize(x, *qparams) -> dequantize(q, *qparams): the dequantize node.
+    auto qdq = [&](const std::string& q_target, const std::string& q_hint, const std::string& dq_target,
+                   const std::string& dq_hint, const std::vector<Argument>& qparams) {
+      std::vector<Argument> qa{x};
+      qa.insert(qa.end(), qparams.begin(), qparams.end());
+      std::vector<Argument> da{call(q_target, q_hint, std::move(qa))};
+      da.insert(da.end(), qparams.begin(), qparams.end());
+      return call(dq_target, dq_hint, std::move(da), outDtype(x));
+    };
+    // A qparam constant named by the smallest free index after `prefix`, read by a get_attr.
+    auto constant = [&](const std::string& prefix, const at::Tensor& value) {
+      const std::string name = freshName(g, used, prefix);
+      used.insert(name);
+      g.constants()[name] = value.detach().clone();
+      added.push_back(name);
+      return g.create(NodeKind::kGetAttr, name, {}, {}, g.uniqueName(name), obs);
+    };
     switch (c.kind) {
       case K::kRemove: result = x; break;
-      case K::kPerTensor: {
-        std::vector<Argument> qp{c.scale, c.zero_point, c.quant_min, c.quant_max, c.dtype};
-        std::vector<Argument> qa{x};
-        qa.insert(qa.end(), qp.begin(), qp.end());
-        Node* q = call("quantized_decomposed.quantize_per_tensor", "quantize_per_tensor_default", qa);
-        std::vector<Argument> da{q};
-        da.insert(da.end(), qp.begin(), qp.end());
-        result = call("quantized_decomposed.dequantize_per_tensor", "dequantize_per_tensor_default", da, outDtype(x));
+      case K::kPerTensor:
+        result = qdq("quantized_decomposed.quantize_per_tensor", "quantize_per_tensor_default",
+                     "quantized_decomposed.dequantize_per_tensor", "dequantize_per_tensor_default",
+                     {c.scale, c.zero_point, c.quant_min, c.quant_max, c.dtype});
         break;
-      }
       case K::kPerChannel: {
         const std::string path = modulePath(x);
-        const std::string sname = freshName(g, used, path + "_scale_");
-        used.insert(sname);
-        g.constants()[sname] = c.scales.detach().clone();
-        Node* s = g.create(NodeKind::kGetAttr, sname, {}, {}, g.uniqueName(sname), obs);
-        const std::string zname = freshName(g, used, path + "_zero_point_");
-        used.insert(zname);
-        g.constants()[zname] = c.zero_points.detach().clone();
-        Node* z = g.create(NodeKind::kGetAttr, zname, {}, {}, g.uniqueName(zname), obs);
-        added.push_back(sname);
-        added.push_back(zname);
-        std::vector<Argument> qp{s, z, c.axis, c.quant_min, c.quant_max, c.dtype};
-        std::vector<Argument> qa{x};
-        qa.insert(qa.end(), qp.begin(), qp.end());
-        Node* q = call("quantized_decomposed.quantize_per_channel", "quantize_per_channel_default", qa);
-        std::vector<Argument> da{q};
-        da.insert(da.end(), qp.begin(), qp.end());
-        result = call("quantized_decomposed.dequantize_per_channel", "dequantize_per_channel_default", da, outDtype(x));
+        Node* s = constant(path + "_scale_", c.scales);
+        Node* z = constant(path + "_zero_point_", c.zero_points);
+        result = qdq("quantized_decomposed.quantize_per_channel", "quantize_per_channel_default",
+                     "quantized_decomposed.dequantize_per_channel", "dequantize_per_channel_default",
+                     {s, z, c.axis, c.quant_min, c.quant_max, c.dtype});
         break;
       }
       case K::kDynamic: {
@@ -110,14 +110,9 @@ std::vector<std::string> convertObserversToQDQ(Graph& g, const std::map<std::str
                         {x, c.quant_min, c.quant_max, c.eps, c.dtype});
         Node* s = call("_operator.getitem", "getitem", {cq, int64_t{0}});
         Node* z = call("_operator.getitem", "getitem", {cq, int64_t{1}});
-        std::vector<Argument> qp{s, z, c.quant_min, c.quant_max, c.dtype};
-        std::vector<Argument> qa{x};
-        qa.insert(qa.end(), qp.begin(), qp.end());
-        Node* q = call("quantized_decomposed.quantize_per_tensor.tensor", "quantize_per_tensor_tensor", qa);
-        std::vector<Argument> da{q};
-        da.insert(da.end(), qp.begin(), qp.end());
-        result = call("quantized_decomposed.dequantize_per_tensor.tensor", "dequantize_per_tensor_tensor", da,
-                      outDtype(x));
+        result = qdq("quantized_decomposed.quantize_per_tensor.tensor", "quantize_per_tensor_tensor",
+                     "quantized_decomposed.dequantize_per_tensor.tensor", "dequantize_per_tensor_tensor",
+                     {s, z, c.quant_min, c.quant_max, c.dtype});
         break;
       }
       case K::kFloat16: {

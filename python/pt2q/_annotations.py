@@ -166,16 +166,15 @@ def native_ctor(ctr):
     return ctr
 
 
-def make_observer(spec, made: dict, key_of):
+def make_observer(spec, made: dict):
     """The observer for a group whose spec is `spec` (torchao's _create_obs_or_fq_from_qspec).
-    `made` maps already created EdgeOrNode keys to observers; key_of turns a spec's EdgeOrNode
-    into such a key."""
+    `made` maps the EdgeOrNode keys created so far to their observers."""
     kind = _kind(spec)
     if kind == "none":
         return None
     if kind == "derived":
         return _obs.DerivedObserverOrFakeQuantize(
-            dtype=spec.dtype, obs_or_fqs=[made[key_of(k)] for k in spec.derived_from],
+            dtype=spec.dtype, obs_or_fqs=[made[k] for k in spec.derived_from],
             derive_qparams_fn=spec.derive_qparams_fn, quant_min=spec.quant_min, quant_max=spec.quant_max,
             qscheme=spec.qscheme, ch_axis=spec.ch_axis)
     kwargs = copy.deepcopy(_fields(spec))

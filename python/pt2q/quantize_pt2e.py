@@ -53,9 +53,6 @@ def _create_observers(gm: fx.GraphModule, keys, group, group_spec, table: _ann.S
     by_group: dict[int, object] = {}
     made: dict = {}
 
-    def key_of(edge_or_node):
-        return edge_or_node
-
     for derived_pass in (False, True):
         for k, gid in zip(fx_keys, group):
             spec = None if group_spec[gid] is None else table.specs[group_spec[gid]]
@@ -63,7 +60,7 @@ def _create_observers(gm: fx.GraphModule, keys, group, group_spec, table: _ann.S
                 continue
             if gid not in by_group:
                 try:
-                    by_group[gid] = _ann.make_observer(spec, made, key_of)
+                    by_group[gid] = _ann.make_observer(spec, made)
                 except KeyError as e:
                     raise _ann.AnnotationError(f"a DerivedQuantizationSpec derives from {e.args[0]}, which no "
                                                "annotation quantizes") from None
