@@ -23,6 +23,13 @@ struct SymExpr {
   bool operator==(const SymExpr& o) const { return expr == o.expr; }
 };
 
+/// An operator passed as an argument, e.g. the first argument of higher_order.out_dtype, spelled
+/// like a call_function target ("aten.linear.default").
+struct OpRef {
+  std::string name;
+  bool operator==(const OpRef& o) const { return name == o.name; }
+};
+
 /// A Python list or tuple of arguments (both exist in FX args and are kept apart).
 struct ArgList {
   std::vector<Argument> items;
@@ -34,10 +41,10 @@ struct ArgTuple {
 };
 
 /// One argument: None, a scalar, a string, a reference to a node of the same graph, a list or
-/// tuple of arguments, a dtype, device, layout or memory format, or a symbolic size.
+/// tuple of arguments, a dtype, device, layout or memory format, a symbolic size, or an operator.
 struct Argument {
   using Value = std::variant<std::monostate, bool, int64_t, double, std::string, Node*, ArgList, ArgTuple,
-                             c10::ScalarType, c10::Device, c10::Layout, c10::MemoryFormat, SymExpr>;
+                             c10::ScalarType, c10::Device, c10::Layout, c10::MemoryFormat, SymExpr, OpRef>;
   Value v;
 
   Argument() = default;
@@ -56,6 +63,7 @@ struct Argument {
   Argument(c10::Layout l) : v(l) {}
   Argument(c10::MemoryFormat m) : v(m) {}
   Argument(SymExpr e) : v(std::move(e)) {}
+  Argument(OpRef o) : v(std::move(o)) {}
 
   bool isNone() const { return std::holds_alternative<std::monostate>(v); }
   bool isNode() const { return std::holds_alternative<Node*>(v); }

@@ -1,9 +1,11 @@
 // The C++ graph interpreter (see interpreter.h).
 #include "graph/interpreter.h"
 
+#include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/core/jit_type.h>
+#include <ATen/native/TypeProperties.h>
 
 #include <map>
 
@@ -80,11 +82,12 @@ bool hasNodes(const Argument& a) {
 
 struct Interpreter::Step {
   const Node* node = nullptr;
-  enum class Kind { kInput, kConstant, kOp, kGetItem, kCond, kSkip, kOutput } kind = Kind::kSkip;
+  enum class Kind { kInput, kConstant, kOp, kOutDtype, kGetItem, kCond, kSkip, kOutput } kind = Kind::kSkip;
   int64_t input_index = -1;
   c10::IValue constant;
-  std::optional<c10::OperatorHandle> op;
-  std::vector<Operand> operands;  // kOp: one per schema argument; kGetItem: container, index
+  std::optional<c10::OperatorHandle> op;  // kOutDtype: the wrapped operator
+  std::vector<Operand> operands;  // kOp, kOutDtype: one per schema argument; kGetItem: container, index
+  c10::ScalarType out_dtype = c10::ScalarType::Undefined;  // kOutDtype
   size_t num_returns = 0;
   std::vector<int64_t> release;   // slots whose last use is this step
   Operand output;                 // kOutput
@@ -128,6 +131,47 @@ c10::IValue valueOf(const Operand& o, const std::vector<c10::IValue>& values) {
     return c10::IValue(std::move(list));
   }
   return typedList(items, o.list_elem);
+}
+
+// One operand per formal argument of `schema`: the call's positional or keyword argument, or
+// the formal's default.
+std::vector<Operand> bindSchema(const c10::FunctionSchema& schema, const std::vector<Argument>& args,
+                                const std::vector<std::pair<std::string, Argument>>& kwargs, const Node& n,
+                                const std::map<const Node*, int64_t>& slot) {
+  std::vector<Operand> operands;
+  const auto& formals = schema.arguments();
+  for (size_t k = 0; k < formals.size(); ++k) {
+    const Argument* a = k < args.size() ? &args[k] : nullptr;
+    for (const auto& kv : kwargs) {
+      if (kv.first == formals[k].name()) a = &kv.second;
+    }
+    if (a != nullptr) {
+      operands.push_back(operandOf(*a, formals[k].real_type(), n, slot));
+    } else if (formals[k].default_value().has_value()) {
+      Operand o;
+      o.constant = *formals[k].default_value();
+      operands.push_back(std::move(o));
+    } else {
+      failAt(n, "missing the required argument '" + formals[k].name() + "'");
+    }
+  }
+  return operands;
+}
+
+// torch's out_dtype fallback: every tensor argument is cast to the type the arguments promote to
+// together with a 1-element tensor of `out`, the operator runs, and its result is cast to `out`.
+at::Tensor runOutDtype(const c10::OperatorHandle& op, c10::ScalarType out, c10::Stack& stack) {
+  at::native::ResultTypeState state;
+  for (const c10::IValue& v : stack) {
+    if (v.isTensor()) state = at::native::update_result_type_state(v.toTensor(), state);
+  }
+  state = at::native::update_result_type_state(at::ones({1}, at::TensorOptions().dtype(out)), state);
+  const c10::ScalarType common = at::native::result_type(state);
+  for (c10::IValue& v : stack) {
+    if (v.isTensor()) v = v.toTensor().to(common);
+  }
+  op.callBoxed(&stack);
+  return stack[0].toTensor().to(out);
 }
 
 }  // namespace
@@ -191,6 +235,21 @@ Interpreter::Interpreter(const Graph& graph) : graph_(graph) {
           s.operands.push_back(operandOf(n.args()[3], nullptr, n, slot));
           break;
         }
+        if (n.isOpaque() && n.target() == "torch.ops.higher_order.out_dtype") {
+          // out_dtype(op, dtype, *args): op on args promoted together with dtype, cast to dtype.
+          if (n.args().size() < 2 || !n.args()[0].is<OpRef>() || !n.args()[1].is<c10::ScalarType>() ||
+              !n.kwargs().empty()) {
+            failAt(n, "out_dtype takes (operator, dtype, *args)");
+          }
+          s.op = findOperator(n.args()[0].as<OpRef>().name);
+          if (!s.op) failAt(n, "the dispatcher knows no operator " + n.args()[0].as<OpRef>().name);
+          if (s.op->schema().returns().size() != 1) failAt(n, "out_dtype wraps operators with one result");
+          s.kind = Step::Kind::kOutDtype;
+          s.out_dtype = n.args()[1].as<c10::ScalarType>();
+          s.operands = bindSchema(s.op->schema(), std::vector<Argument>(n.args().begin() + 2, n.args().end()), {}, n,
+                                  slot);
+          break;
+        }
         if (n.isOpaque()) {
           if (n.target() != "_operator.getitem" || n.args().size() != 2 || !n.args()[1].is<int64_t>()) {
             failAt(n, "the opaque call " + n.target() + " needs Python (the interpreter runs operators and "
@@ -203,24 +262,8 @@ Interpreter::Interpreter(const Graph& graph) : graph_(graph) {
         }
         s.kind = Step::Kind::kOp;
         s.op = n.op();
-        const c10::FunctionSchema& schema = n.op()->schema();
-        s.num_returns = schema.returns().size();
-        const auto& formals = schema.arguments();
-        for (size_t k = 0; k < formals.size(); ++k) {
-          const Argument* a = k < n.args().size() ? &n.args()[k] : nullptr;
-          for (const auto& kv : n.kwargs()) {
-            if (kv.first == formals[k].name()) a = &kv.second;
-          }
-          if (a != nullptr) {
-            s.operands.push_back(operandOf(*a, formals[k].real_type(), n, slot));
-          } else if (formals[k].default_value().has_value()) {
-            Operand o;
-            o.constant = *formals[k].default_value();
-            s.operands.push_back(std::move(o));
-          } else {
-            failAt(n, "missing the required argument '" + formals[k].name() + "'");
-          }
-        }
+        s.num_returns = n.op()->schema().returns().size();
+        s.operands = bindSchema(n.op()->schema(), n.args(), n.kwargs(), n, slot);
         break;
       }
     }
@@ -276,6 +319,12 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) const {
         } else {
           values[i] = c10::ivalue::Tuple::create(std::vector<c10::IValue>(stack.begin(), stack.end()));
         }
+        break;
+      }
+      case Step::Kind::kOutDtype: {
+        stack.clear();
+        for (const Operand& o : s.operands) stack.push_back(valueOf(o, values));
+        values[i] = runOutDtype(*s.op, s.out_dtype, stack);
         break;
       }
       case Step::Kind::kOutput: return valueOf(s.output, values);

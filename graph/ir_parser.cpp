@@ -396,6 +396,13 @@ class Parser {
       expectPunct(")");
       return Argument(std::move(e));
     }
+    if (w == "op") {
+      advance();
+      expectPunct("(");
+      OpRef o{expectString("an operator name as a string, such as \"aten.mm\"")};
+      expectPunct(")");
+      return Argument(std::move(o));
+    }
     if (w == "torch.device") {
       advance();
       expectPunct("(");
@@ -414,7 +421,7 @@ class Parser {
       if (auto m = memoryFormatFromName(n)) return advance(), Argument(*m);
     }
     fail("an argument (a value, number, string, none, true, false, torch.<dtype|layout|memory format>, "
-         "torch.device(\"...\") or sym(\"...\"))");
+         "torch.device(\"...\"), sym(\"...\") or op(\"...\"))");
   }
 
   void parseTypes(NodeMeta& m) {

@@ -151,6 +151,7 @@ std::string printArgument(const Argument& a) {
   if (a.is<c10::Device>()) return "torch.device(" + quote(a.as<c10::Device>().str()) + ")";
   if (a.is<c10::Layout>()) return std::string("torch.") + layoutName(a.as<c10::Layout>());
   if (a.is<c10::MemoryFormat>()) return std::string("torch.") + memoryFormatName(a.as<c10::MemoryFormat>());
+  if (a.is<OpRef>()) return "op(" + quote(a.as<OpRef>().name) + ")";
   return "sym(" + quote(a.as<SymExpr>().expr) + ")";
 }
 

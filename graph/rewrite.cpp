@@ -75,6 +75,7 @@ bool tryRewrite(Graph& graph, const RewritePatternSet::Entry& e, Node* node, boo
     }
   }
   Node* root = m->root();
+  const std::string at = node->name();  // `node` is erased below
   const Argument value = instantiate(graph, *e.replacement, *m);
   TORCH_CHECK(value.isNode(), "rewrite ", e.spec.name, ": the replacement returns ", printArgument(value),
               ", but a node's uses can only be redirected to a value");
@@ -83,7 +84,7 @@ bool tryRewrite(Graph& graph, const RewritePatternSet::Entry& e, Node* node, boo
   for (auto it = matched.rbegin(); it != matched.rend(); ++it) {
     if ((*it)->users().empty()) graph.erase(*it);
   }
-  if (log) std::cerr << "[rewrite] " << e.spec.name << " at %" << node->name() << ": rewritten\n";
+  if (log) std::cerr << "[rewrite] " << e.spec.name << " at %" << at << ": rewritten\n";
   return true;
 }
 

@@ -55,6 +55,9 @@ ArgRecord toRecord(const Argument& a) {
   } else if (a.is<c10::MemoryFormat>()) {
     r.kind = K::kMemoryFormat;
     r.s = memoryFormatName(a.as<c10::MemoryFormat>());
+  } else if (a.is<OpRef>()) {
+    r.kind = K::kOp;
+    r.s = a.as<OpRef>().name;
   } else {
     r.kind = K::kSym;
     r.s = a.as<SymExpr>().expr;
@@ -121,6 +124,7 @@ struct Loader {
         if (auto m = memoryFormatFromName(r.s)) return Argument(*m);
         fail("node %" + at + ": unknown memory format \"" + r.s + "\"");
       case K::kSym: return Argument(SymExpr{r.s});
+      case K::kOp: return Argument(OpRef{r.s});
     }
     fail("node %" + at + ": unknown argument kind");
   }

@@ -62,6 +62,7 @@ std::string describe(const Argument& a) {
   if (a.is<c10::Layout>()) return "a layout";
   if (a.is<c10::MemoryFormat>()) return "a memory format";
   if (a.is<SymExpr>()) return "a symbolic size";
+  if (a.is<OpRef>()) return "an operator";
   return "a node";
 }
 

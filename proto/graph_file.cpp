@@ -31,6 +31,7 @@ void toProto(const ArgRecord& a, proto::Argument* p) {
     case ArgRecord::Kind::kLayout: p->set_layout(a.s); break;
     case ArgRecord::Kind::kMemoryFormat: p->set_memory_format(a.s); break;
     case ArgRecord::Kind::kSym: p->set_sym(a.s); break;
+    case ArgRecord::Kind::kOp: p->set_op(a.s); break;
   }
 }
 
@@ -56,6 +57,7 @@ ArgRecord fromProto(const proto::Argument& p) {
     case proto::Argument::kLayout: a.kind = ArgRecord::Kind::kLayout; a.s = p.layout(); break;
     case proto::Argument::kMemoryFormat: a.kind = ArgRecord::Kind::kMemoryFormat; a.s = p.memory_format(); break;
     case proto::Argument::kSym: a.kind = ArgRecord::Kind::kSym; a.s = p.sym(); break;
+    case proto::Argument::kOp: a.kind = ArgRecord::Kind::kOp; a.s = p.op(); break;
   }
   return a;
 }

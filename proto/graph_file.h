@@ -11,12 +11,12 @@ namespace pt2q {
 
 struct ArgRecord {
   enum class Kind : uint8_t { kNone, kBool, kInt, kDouble, kString, kNode, kList, kTuple, kDtype, kDevice, kLayout,
-                              kMemoryFormat, kSym };
+                              kMemoryFormat, kSym, kOp };
   Kind kind = Kind::kNone;
   bool b = false;
   int64_t i = 0;
   double d = 0;
-  std::string s;  // string, node name, dtype / device / layout / memory format name, or expression
+  std::string s;  // string, node name, dtype / device / layout / memory format / operator name, or expression
   std::vector<ArgRecord> items;
 };
 

@@ -19,10 +19,10 @@ namespace py = pybind11;
 namespace pt2q::python {
 namespace {
 
-/// A dtype / device / layout / memory format / symbolic size, by its text-form spelling.
+/// A dtype / device / layout / memory format / symbolic size / operator, by its text-form spelling.
 struct Literal {
-  std::string kind;  // "dtype", "device", "layout", "memory_format", "sym"
-  std::string text;  // "float32", "cuda:0", "strided", "channels_last", "s0 + 1"
+  std::string kind;  // "dtype", "device", "layout", "memory_format", "sym", "op"
+  std::string text;  // "float32", "cuda:0", "strided", "channels_last", "s0 + 1", "aten.mm.default"
 };
 
 Argument toArgument(py::handle o, const Node* at) {
@@ -41,6 +41,7 @@ Argument toArgument(py::handle o, const Node* at) {
   if (py::isinstance<Literal>(o)) {
     const Literal& l = o.cast<const Literal&>();
     if (l.kind == "sym") return Argument(SymExpr{l.text});
+    if (l.kind == "op") return Argument(OpRef{l.text});
     if (l.kind == "device") return Argument(c10::Device(l.text));
     if (l.kind == "dtype") {
       if (auto d = dtypeFromTorchName(l.text)) return Argument(*d);
@@ -73,6 +74,7 @@ py::object fromArgument(const Argument& a) {
   if (a.is<c10::Device>()) return py::cast(Literal{"device", a.as<c10::Device>().str()});
   if (a.is<c10::Layout>()) return py::cast(Literal{"layout", layoutName(a.as<c10::Layout>())});
   if (a.is<c10::MemoryFormat>()) return py::cast(Literal{"memory_format", memoryFormatName(a.as<c10::MemoryFormat>())});
+  if (a.is<OpRef>()) return py::cast(Literal{"op", a.as<OpRef>().name});
   return py::cast(Literal{"sym", a.as<SymExpr>().expr});
 }
 

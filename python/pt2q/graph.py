@@ -87,6 +87,8 @@ def _to_ir_arg(a, env: Dict[fx.Node, Any], node: fx.Node):
         return Literal("memory_format", str(a).split(".")[1])
     if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return Literal("sym", str(a))
+    if isinstance(a, torch._ops.OpOverload):  # e.g. out_dtype's operator
+        return Literal("op", _operator_name(a))
     raise IRConversionError(f"node %{node.name} ({node.op} {node.target}): the pt2q IR cannot hold an argument "
                             f"of type {type(a).__qualname__}: {a!r}")
 
@@ -104,6 +106,7 @@ def from_fx(gm: fx.GraphModule) -> Graph:
     g.name = type(gm).__name__
     opaque: Dict[str, Callable] = {}
     fx_meta: Dict[str, dict] = {}
+    py_values: Dict[str, Any] = {}
     env: Dict[fx.Node, Node] = {}
     for n in gm.graph.nodes:
         if n.op == "placeholder":
@@ -139,12 +142,14 @@ def from_fx(gm: fx.GraphModule) -> Graph:
             raise IRConversionError(f"node %{n.name}: the name is not usable in the IR (became %{new.name})")
         env[n] = new
         _set_meta(new, n)
+        _keep_quantization_tag(new, n, py_values)
         fx_meta[n.name] = n.meta
     _keep_calling_convention(gm, g)
     g.verify()
     g._opaque = opaque
     g._root = gm
     g._fx_meta = fx_meta
+    g._py_values = py_values
     return g
 
 
@@ -197,10 +202,31 @@ def _set_meta(new: Node, n: fx.Node) -> None:
         new.stack_trace = trace
 
 
+_QUANTIZATION_TAG = "quantization_tag"
+
+
+def _keep_quantization_tag(new: Node, n: fx.Node, py_values: Dict[str, Any]) -> None:
+    """convert ports node meta "quantization_tag" onto quantize/dequantize nodes (torchao's
+    PortNodeMetaForQDQ). The IR carries it in `extra`: a string as itself, any other value as a
+    token that to_fx maps back to the object."""
+    tag = n.meta.get(_QUANTIZATION_TAG)
+    if tag is None:
+        return
+    if not isinstance(tag, str):
+        token = f"<python object {len(py_values)}>"
+        py_values[token] = tag
+        tag = token
+    new.extra = [kv for kv in new.extra if kv[0] != _QUANTIZATION_TAG] + [(_QUANTIZATION_TAG, tag)]
+
+
+def _overload(target: str) -> torch._ops.OpOverload:
+    ns, name, *overload = target.split(".")
+    return getattr(getattr(getattr(torch.ops, ns), name), overload[0] if overload else "default")
+
+
 def _resolve(g: Graph, n: Node) -> Callable:
     if not n.is_opaque:
-        ns, name, *overload = n.target.split(".")
-        return getattr(getattr(getattr(torch.ops, ns), name), overload[0] if overload else "default")
+        return _overload(n.target)
     table = getattr(g, "_opaque", {})
     if n.target in table:
         return table[n.target]
@@ -223,6 +249,8 @@ def _to_fx_arg(a, env: Dict[str, fx.Node], n: Node):
             return torch.device(a.text)
         if a.kind in ("dtype", "layout", "memory_format"):
             return getattr(torch, a.text)
+        if a.kind == "op":
+            return _overload(a.text)
         raise IRConversionError(f"node %{n.name}: a symbolic size {a.text!r} as an argument has no FX value")
     return a
 
@@ -315,6 +343,7 @@ def to_fx(g: Graph) -> fx.GraphModule:
     fg = fx.Graph()
     env: Dict[str, fx.Node] = {}
     fx_meta = getattr(g, "_fx_meta", {})
+    py_values = getattr(g, "_py_values", {})
     for n in _fx_order(g, fx_meta):
         args = tuple(_to_fx_arg(a, env, n) for a in n.args)
         kwargs = {k: _to_fx_arg(v, env, n) for k, v in n.kwargs.items()}
@@ -335,6 +364,9 @@ def to_fx(g: Graph) -> fx.GraphModule:
                 new.meta["stack_trace"] = n.stack_trace
             if n.nn_module_stack:
                 new.meta["nn_module_stack"] = {k: (p, t) for k, p, t in n.nn_module_stack}
+            for key, value in n.extra:
+                if key == _QUANTIZATION_TAG:
+                    new.meta[key] = py_values.get(value, value)
         env[n.name] = new
     root = getattr(g, "_root", None)
     if isinstance(root, fx.GraphModule):

@@ -53,7 +53,8 @@ TEST(IrTextTest, EveryArgumentKindRoundTrips) {
   %j = aten.mul.Scalar(%i, -inf)
   %k = aten.mul.Scalar(%j, 1e-300)
   %g = call_opaque "_operator.getitem"(%x, (1, "a\n\"b\"\\", none, [], (), [true, false], (2,)))
-  %c = call_module "sub.block"(%g, flag=true) : (f32[2], i64[], sym, symbool("s1 > 2"), tensor, tensor[3]) {nn_module_stack = [("L__self___sub", "sub", "M.Sub"), ("b", "sub.block", "M.Block")], stack_trace = "line 1\nline 2", annotation = "int8 per tensor"}
+  %o = call_opaque "torch.ops.higher_order.out_dtype"(op("aten.mul.Tensor"), torch.int32, %g, %g)
+  %c = call_module "sub.block"(%o, flag=true) : (f32[2], i64[], sym, symbool("s1 > 2"), tensor, tensor[3]) {nn_module_stack = [("L__self___sub", "sub", "M.Sub"), ("b", "sub.block", "M.Block")], stack_trace = "line 1\nline 2", annotation = "int8 per tensor"}
   return (%t, %v, %k, %c, %w, %n, %d)
 )IR";
   EXPECT_EQ(roundTrip(text), text);
@@ -128,6 +129,8 @@ void expectParseError(const char* text, const std::string& message) {
 TEST(IrTextTest, ErrorsNameTheLineColumnAndExpectation) {
   expectParseError("grph @g():\n  return ()", "in.ir:1:1: expected 'graph', got 'grph'");
   expectParseError("graph @g(%x):\n  %y = aten.relu(%z)\n  return (%y,)", "in.ir:2:18: expected a value defined above, got %z");
+  expectParseError("graph @g(%x):\n  %y = call_opaque \"f\"(op(aten.mm))\n  return (%y,)",
+                   "in.ir:2:27: expected an operator name as a string");
   expectParseError("graph @g(%x):\n  %y = aten.nosuchop(%x)\n  return (%y,)",
                    "in.ir:2:8: expected an operator the dispatcher knows (opaque callables are written call_opaque "
                    "\"name\"), got 'aten.nosuchop'");

@@ -20,7 +20,8 @@ constexpr const char* kText = R"IR(graph @model(%x: f32[s0, 4] {"note" = "input"
   %s = aten.add.Tensor(%c, %b, alpha=0.5)
   %v = aten.view(%s, [sym("s0"), -1])
   %g = call_opaque "_operator.getitem"(%v, (0, none, [true, -1.5e-300]))
-  return (%s, %g)
+  %o = call_opaque "torch.ops.higher_order.out_dtype"(op("aten.mm"), torch.int32, %lin, %w)
+  return (%s, %g, %o)
 )IR";
 
 std::unique_ptr<Graph> sample() {

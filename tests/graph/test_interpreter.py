@@ -85,3 +85,36 @@ def test_wrong_number_of_inputs():
     g = parse("graph @g(%x: f32[2]):\n  return (%x,)\n")
     with pytest.raises(RuntimeError, match=r"graph @g takes 1 input\(s\), got 2"):
         Interpreter(g).run(torch.ones(2), torch.ones(2))
+
+
+def test_out_dtype_promotes_runs_and_casts_like_torch():
+    """out_dtype(op, dtype, *args) as torch's fallback: int16 operands promoted with int32, int32
+    result; an int32 tensor times a 0-dim float scale computed in float32, then truncated."""
+    from torch._higher_order_ops.out_dtype import out_dtype
+
+    g = parse('graph @g(%a: i16[3, 5], %b: i16[4, 5], %acc: i32[3, 4], %s: f32[]):\n'
+              '  %l = call_opaque "torch.ops.higher_order.out_dtype"(op("aten.linear"), torch.int32, %a, %b, none)\n'
+              '  %m = call_opaque "torch.ops.higher_order.out_dtype"(op("aten.mul.Tensor"), torch.int32, %acc, %s)\n'
+              '  return (%l, %m)\n')
+    a = torch.randint(-300, 300, (3, 5), dtype=torch.int16)
+    b = torch.randint(-300, 300, (4, 5), dtype=torch.int16)
+    acc = torch.randint(-2**20, 2**20, (3, 4), dtype=torch.int32)
+    s = torch.tensor(0.0123)
+    got_l, got_m = Interpreter(g).run(a, b, acc, s)
+    want_l = out_dtype(torch.ops.aten.linear.default, torch.int32, a, b, None)
+    want_m = out_dtype(torch.ops.aten.mul.Tensor, torch.int32, acc, s)
+    assert got_l.dtype == got_m.dtype == torch.int32
+    assert torch.equal(got_l, want_l) and torch.equal(got_m, want_m)
+
+
+def test_out_dtype_needs_an_operator_and_a_dtype():
+    g = parse('graph @g(%x: i32[2]):\n'
+              '  %o = call_opaque "torch.ops.higher_order.out_dtype"("aten.mul.Tensor", torch.int32, %x, %x)\n'
+              '  return (%o,)\n')
+    with pytest.raises(RuntimeError, match=r"node %o .*out_dtype takes \(operator, dtype, \*args\)"):
+        Interpreter(g)
+    g = parse('graph @g(%x: i32[2]):\n'
+              '  %o = call_opaque "torch.ops.higher_order.out_dtype"(op("aten.no_such_op"), torch.int32, %x)\n'
+              '  return (%o,)\n')
+    with pytest.raises(RuntimeError, match=r"node %o .*the dispatcher knows no operator aten.no_such_op"):
+        Interpreter(g)
