@@ -1,11 +1,11 @@
-// port-qdq-metadata: quantize/dequantize/choose_qparams nodes take the stack trace of the node
-// whose annotation asked for them (torchao's PortNodeMetaForQDQ): the dequantize on an input
-// takes its consumer's, the quantize on an output its producer's, a weight's quantize (and the
-// view ops before it) the weight's, and a dynamic chain its consumer's. (torchao also ports the
-// user key quantization_tag, which the IR does not carry.)
+// port-qdq-metadata: quantize/dequantize/choose_qparams nodes take the stack trace and the
+// quantization_tag of the node whose annotation asked for them (torchao's PortNodeMetaForQDQ):
+// the dequantize on an input takes its consumer's, the quantize on an output its producer's, a
+// weight's quantize (and the view ops before it) the weight's, and a dynamic chain its consumer's.
 //
 // Before:  %q = quantize_per_tensor(%conv, ...)        {}   (no stack trace)
-// After:   %q = quantize_per_tensor(%conv, ...)        {stack_trace = <%conv's>}
+// After:   %q = quantize_per_tensor(%conv, ...)        {stack_trace = <%conv's>, "quantization_tag" = <%conv's>}
+#include <algorithm>
 #include <deque>
 #include <set>
 
@@ -16,6 +16,7 @@
 namespace pt2q {
 namespace {
 
+constexpr const char* kQuantizationTag = "quantization_tag";
 const std::set<std::string>& kQ = quantizeTargets();
 const std::set<std::string>& kDQ = dequantizeTargets();
 const std::set<std::string> kChoose = {"quantized_decomposed.choose_qparams.tensor",
@@ -27,8 +28,20 @@ const std::set<std::string> kViews = {"aten.flatten.using_ints", "aten.permute",
 
 bool in(const Node* n, const std::set<std::string>& s) { return callsOneOf(n, s); }
 
+// torchao's _METADATA_TO_PORT: stack_trace, and the user key quantization_tag (node meta
+// `extra`), each copied only when the source has it.
 void port(Node* to, const Node* from) {
   if (!from->meta().stack_trace.empty()) to->meta().stack_trace = from->meta().stack_trace;
+  for (const auto& [key, value] : from->meta().extra) {
+    if (key != kQuantizationTag) continue;
+    auto& extra = to->meta().extra;
+    auto it = std::find_if(extra.begin(), extra.end(), [](const auto& kv) { return kv.first == kQuantizationTag; });
+    if (it != extra.end()) {
+      it->second = value;
+    } else {
+      extra.emplace_back(key, value);
+    }
+  }
 }
 
 std::vector<Node*> realUsers(const Node* n) {
