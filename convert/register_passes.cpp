@@ -1,6 +1,7 @@
 // The passes of convert/ in the pass registry (pt2q-opt, runPasses). observers-to-qdq needs
 // qparams from Python observers and is called directly instead.
 #include "convert/observers_to_qdq.h"
+#include "convert/reference_representation.h"
 #include "graph/pass.h"
 
 namespace pt2q {
@@ -38,6 +39,16 @@ class FoldQuantizePass final : public Pass {
   }
 };
 
+class ReferenceRepresentationPass final : public Pass {
+ public:
+  PassResult run(Graph& g) override {
+    PassResult r;
+    for (const auto& [name, n] : rewriteToReferenceRepresentation(g)) r.num_rewrites += n;
+    r.changed = r.num_rewrites > 0;
+    return r;
+  }
+};
+
 }  // namespace
 
 void registerConvertPasses(PassRegistry& registry) {
@@ -47,6 +58,9 @@ void registerConvertPasses(PassRegistry& registry) {
                 [] { return std::make_unique<PortMetadataPass>(); }});
   registry.add({"fold-quantize", "Fold quantize ops on constant weights into _frozen_param constants",
                 [] { return std::make_unique<FoldQuantizePass>(); }});
+  registry.add({"reference-representation",
+                "int8 quantize/dequantize patterns as integer arithmetic (use_reference_representation)",
+                [] { return std::make_unique<ReferenceRepresentationPass>(); }});
 }
 
 }  // namespace pt2q

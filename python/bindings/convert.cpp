@@ -1,10 +1,12 @@
-// _C.convert: observers_to_qdq, duplicate_dq and fold_quantize over a Graph.
+// _C.convert: observers_to_qdq, duplicate_dq, port_metadata, fold_quantize and
+// reference_representation over a Graph.
 #include "python/bindings/convert.h"
 
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "convert/observers_to_qdq.h"
+#include "convert/reference_representation.h"
 #include "graph/ir_text.h"
 
 namespace py = pybind11;
@@ -55,6 +57,8 @@ void bindConvert(py::module_& m) {
   m.def("duplicate_dq", &duplicateDequantize, py::arg("graph"), py::arg("annotated"));
   m.def("port_metadata", &portQDQMetadata, py::arg("graph"));
   m.def("fold_quantize", &foldQuantize, py::arg("graph"), py::arg("taken"));
+  m.def("reference_representation", &rewriteToReferenceRepresentation, py::arg("graph"),
+        "rewrites int8 quantize/dequantize patterns into integer arithmetic; returns rewrites per pattern");
 }
 
 }  // namespace pt2q::python

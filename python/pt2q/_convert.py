@@ -75,7 +75,7 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
     import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers torch.ops.quantized_decomposed)
 
     if use_reference_representation:
-        raise NotImplementedError("convert_pt2e(use_reference_representation=True) is not supported by pt2q yet")
+        import torch._higher_order_ops.out_dtype  # noqa: F401  (registers torch.ops.higher_order.out_dtype)
     modules = dict(model.named_modules(remove_duplicate=False))
     # The device of the model's own constants (observers keep their statistics on the CPU).
     devices = set()
@@ -104,6 +104,8 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
     _cconv.port_metadata(g)
     if fold_quantize:
         _cconv.fold_quantize(g, taken)
+    if use_reference_representation:
+        _cconv.reference_representation(g)
     converted = _graph.to_fx(g)
     converted.meta.update(model.meta)
     converted.meta.pop("_observed_graph_module_attrs", None)

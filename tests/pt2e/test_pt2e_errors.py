@@ -224,10 +224,6 @@ def test_not_yet_supported_is_said_plainly():
         pt2q.prepare_qat_pt2e(exported()[0], xnnpack())
     with pytest.raises(NotImplementedError, match="quantization-aware training"):
         get_symmetric_quantization_config(is_qat=True)
-    p = pt2q.prepare_pt2e(exported()[0], xnnpack())
-    p(torch.randn(2, 3, 8, 8))
-    with pytest.raises(NotImplementedError, match="use_reference_representation=True"):
-        pt2q.convert_pt2e(p, use_reference_representation=True)
 
 
 def test_set_module_name_none_is_refused():
