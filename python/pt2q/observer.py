@@ -156,6 +156,19 @@ class UniformQuantizationObserverBase(ObserverBase):
         mn = self._buffers.get("min_val")
         return mn is None or mn.numel() == 0 or (mn.dim() == 0 and bool(mn == float("inf")))
 
+    # copy.deepcopy and pickle: the C++ observer travels as its statistics (what state files hold).
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_obs"] = [(name, t.clone()) for name, t in self._obs.state()]
+        return state
+
+    def __setstate__(self, state):
+        statistics = state.pop("_obs")
+        super().__setstate__(state)
+        self._obs = _cobs.Observer(*self._cpp_args)
+        self._obs.set_state(statistics)
+        self._sync()
+
     def reset_min_max_vals(self):
         """Forgets everything observed."""
         self._obs = _cobs.Observer(*self._cpp_args)

@@ -5,6 +5,7 @@ an error naming the source and observer, never a crash."""
 import pytest
 import torch
 
+import pt2q.observer
 from pt2q._C import observers as O
 
 
@@ -94,3 +95,35 @@ def test_set_state_checks_dtype_and_shape():
         mm.set_state([("min_val", torch.zeros(3)), ("max_val", torch.zeros(3))])
     with pytest.raises(RuntimeError, match="expected min_val, max_val; got 'max_val' at position 0"):
         mm.set_state([("max_val", torch.tensor(0.0)), ("min_val", torch.tensor(0.0))])
+
+
+@pytest.mark.parametrize("make", [lambda: pt2q.observer.MinMaxObserver(),
+                                  lambda: pt2q.observer.MovingAverageMinMaxObserver(averaging_constant=0.3),
+                                  lambda: pt2q.observer.PerChannelMinMaxObserver(ch_axis=1, dtype=torch.qint8,
+                                                                                 qscheme=torch.per_channel_symmetric),
+                                  lambda: pt2q.observer.HistogramObserver()],
+                         ids=["minmax", "moving_average", "per_channel", "histogram"])
+def test_deepcopy_and_pickle_carry_the_statistics(make):
+    """A copied or unpickled observer (copy.deepcopy of a prepared model) continues exactly as the
+    original: same qparams after more data, against torch.ao's observer fed the same batches."""
+    import copy
+    import pickle
+
+    torch.manual_seed(0)
+    o = make()
+    ref = getattr(torch.ao.quantization.observer, type(o).__name__)(
+        **{k: getattr(o, k) for k in ("dtype", "qscheme")},
+        **({"ch_axis": 1} if "PerChannel" in type(o).__name__ else {}),
+        **({"averaging_constant": 0.3} if "MovingAverage" in type(o).__name__ else {}))
+    assert copy.deepcopy(o)._unobserved()
+    batches = [torch.randn(6, 5) * (1 + i) for i in range(3)]
+    o(batches[0])
+    ref(batches[0])
+    copies = [copy.deepcopy(o), pickle.loads(pickle.dumps(o))]
+    for b in batches[1:]:
+        for m in [o, ref, *copies]:
+            m(b)
+    want = ref.calculate_qparams()
+    for m in [o, *copies]:
+        got = m.calculate_qparams()
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
