@@ -18,8 +18,12 @@ namespace {
 
 constexpr const char* kQuantizationTag = "quantization_tag";
 const std::set<std::string>& kQ = quantizeTargets();
-const std::set<std::string>& kDQ = dequantizeTargets();
-const std::set<std::string> kChoose = {"quantized_decomposed.choose_qparams.tensor",
+const std::set<std::string> kDQ = [] {
+  std::set<std::string> s = dequantizeTargets();
+  s.insert("torchao.dequantize_affine");
+  return s;
+}();
+const std::set<std::string> kChoose = {"torchao.choose_qparams_affine", "quantized_decomposed.choose_qparams.tensor",
                                        "quantized_decomposed.choose_qparams_symmetric.tensor"};
 const std::set<std::string> kViews = {"aten.flatten.using_ints", "aten.permute", "aten.permute_copy",
                                       "aten.slice_copy.Tensor", "aten.squeeze.dim", "aten.squeeze_copy.dim",

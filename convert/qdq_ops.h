@@ -1,4 +1,4 @@
-// The quantized_decomposed operators convert emits, by IR target, for the passes that look for them.
+// The quantize/dequantize operators convert emits, by IR target, for the passes that look for them.
 #pragma once
 
 #include <set>
@@ -8,10 +8,12 @@
 
 namespace pt2q {
 
+// torchao's affine quantize (what its affine observers convert into) folds and ports metadata
+// like the others; its dequantize is not duplicated by duplicate-dq, as in torchao.
 inline const std::set<std::string>& quantizeTargets() {
   static const std::set<std::string> s = {"quantized_decomposed.quantize_per_tensor",
                                           "quantized_decomposed.quantize_per_tensor.tensor",
-                                          "quantized_decomposed.quantize_per_channel"};
+                                          "quantized_decomposed.quantize_per_channel", "torchao.quantize_affine"};
   return s;
 }
 

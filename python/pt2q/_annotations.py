@@ -101,16 +101,19 @@ def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable) -> str:
     return "; ".join(parts)
 
 
-def annotated_ir(gm: fx.GraphModule):
-    """(the pt2q IR of `gm` with each node's annotation in printed form, the spec table)."""
+def annotated_ir(gm: fx.GraphModule, annotations_from: fx.GraphModule | None = None):
+    """(the pt2q IR of `gm` with each node's annotation in printed form, the spec table). The
+    annotations are read from `annotations_from` when given (a model `gm` was copied from: a
+    copied graph's meta still points at the original's nodes), matched to `gm`'s nodes by name."""
     from pt2q import graph as _graph
 
+    source = gm if annotations_from is None else annotations_from
     g = _graph.from_fx(gm)
     table = SpecTable()
     by_name = {n.name: n for n in g.nodes()}
-    for n in gm.graph.nodes:
-        text = annotation_text(n, gm, table)
-        if text:
+    for n in source.graph.nodes:
+        text = annotation_text(n, source, table)
+        if text and n.name in by_name:
             by_name[n.name].annotation = text
     return g, table
 

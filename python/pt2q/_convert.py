@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import fx
 
@@ -38,10 +40,32 @@ def _dtype_name(d: torch.dtype) -> str:
     return str(_UNDERLYING.get(d, d)).replace("torch.", "")
 
 
+def _converts_itself(m) -> bool:
+    """torchao's affine observers rewrite the graph themselves (`convert(model, node)`)."""
+    return isinstance(m, torch.nn.Module) and callable(getattr(m, "convert", None)) and \
+        hasattr(m, "calculate_qparams")
+
+
+def _self_convert(model: fx.GraphModule) -> fx.GraphModule:
+    """A copy of `model` in which every self-converting observer has converted itself, in graph
+    order as torchao does; the caller's model is left as it was."""
+    modules = dict(model.named_modules(remove_duplicate=False))
+    if not any(n.op == "call_module" and _converts_itself(modules.get(n.target)) for n in model.graph.nodes):
+        return model
+    model = copy.deepcopy(model)
+    modules = dict(model.named_modules(remove_duplicate=False))
+    for n in list(model.graph.nodes):
+        if n.op == "call_module" and _converts_itself(modules.get(n.target)):
+            obs = modules[n.target]
+            if getattr(obs, "block_size", "unset") is None:
+                raise ConvertError(f"{n.target} (observing %{n.args[0].name}): the observer saw no data; run "
+                                   "calibration data through the prepared model before convert_pt2e")
+            obs.convert(model, n)
+    model.recompile()
+    return model
+
+
 def _record(obs, where: str) -> dict:
-    if hasattr(obs, "convert"):
-        raise ConvertError(f"{where}: {type(obs).__name__} converts itself (torchao affine observers), which pt2q "
-                           "does not support yet")
     dtype = obs.dtype
     is_dynamic = bool(getattr(obs, "is_dynamic", False))
     if dtype in _SUPPORTED_QDTYPES and not is_dynamic:
@@ -76,6 +100,7 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
 
     if use_reference_representation:
         import torch._higher_order_ops.out_dtype  # noqa: F401  (registers torch.ops.higher_order.out_dtype)
+    original, model = model, _self_convert(model)
     modules = dict(model.named_modules(remove_duplicate=False))
     # The device of the model's own constants (observers keep their statistics on the CPU).
     devices = set()
@@ -95,7 +120,7 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
             for key in ("scale", "zero_point"):  # per-channel buffers live where the model does
                 if isinstance(records[n.target].get(key), torch.Tensor):
                     records[n.target][key] = records[n.target][key].to(device)
-    g, _ = _ann.annotated_ir(model)
+    g, _ = _ann.annotated_ir(model, annotations_from=original)
     taken = {a for a in dir(model) if a.startswith(("_scale_", "_zero_point_", "_frozen_param"))}
     taken |= set(modules)
     _cconv.observers_to_qdq(g, records, taken)

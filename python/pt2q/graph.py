@@ -41,6 +41,10 @@ def _opaque_name(target: Callable) -> str:
     return f"{module}.{getattr(target, '__qualname__', getattr(target, '__name__', repr(target)))}"
 
 
+def _single_overload(target) -> bool:
+    return isinstance(target, torch._ops.OpOverloadPacket) and target.overloads() == ["default"]
+
+
 def _operator_name(target) -> str | None:
     if isinstance(target, torch._ops.OpOverload):
         ns, rest = target.name().split("::")
@@ -107,6 +111,7 @@ def from_fx(gm: fx.GraphModule) -> Graph:
     opaque: Dict[str, Callable] = {}
     fx_meta: Dict[str, dict] = {}
     py_values: Dict[str, Any] = {}
+    packets: Dict[str, Any] = {}
     env: Dict[fx.Node, Node] = {}
     for n in gm.graph.nodes:
         if n.op == "placeholder":
@@ -128,6 +133,11 @@ def from_fx(gm: fx.GraphModule) -> Graph:
                            {k: _to_ir_arg(v, env, n) for k, v in n.kwargs.items()}, n.name)
         elif n.op == "call_function":
             name = _operator_name(n.target)
+            if name is None and _single_overload(n.target):
+                # e.g. torchao's affine observers insert torch.ops.torchao.quantize_affine: the IR
+                # calls its one overload (passes can run it), and to_fx gives the packet back.
+                name = _operator_name(n.target.default)
+                packets[n.name] = n.target
             if name is None:
                 name = _opaque_name(n.target)
             new = g.create("call_function", name, _to_ir_arg(tuple(n.args), env, n),
@@ -150,6 +160,7 @@ def from_fx(gm: fx.GraphModule) -> Graph:
     g._root = gm
     g._fx_meta = fx_meta
     g._py_values = py_values
+    g._packets = packets
     return g
 
 
@@ -344,6 +355,7 @@ def to_fx(g: Graph) -> fx.GraphModule:
     env: Dict[str, fx.Node] = {}
     fx_meta = getattr(g, "_fx_meta", {})
     py_values = getattr(g, "_py_values", {})
+    packets = getattr(g, "_packets", {})
     for n in _fx_order(g, fx_meta):
         args = tuple(_to_fx_arg(a, env, n) for a in n.args)
         kwargs = {k: _to_fx_arg(v, env, n) for k, v in n.kwargs.items()}
@@ -352,21 +364,24 @@ def to_fx(g: Graph) -> fx.GraphModule:
         elif n.kind == "output":
             new = fg.output(args[0] if args else None)
         elif n.kind == "call_function":
-            new = fg.create_node("call_function", _resolve(g, n), args, kwargs, name=n.name)
+            target = packets.get(n.name) if n.name in packets and not n.is_opaque else None
+            if target is None or _operator_name(target.default) != n.target:
+                target = _resolve(g, n)
+            new = fg.create_node("call_function", target, args, kwargs, name=n.name)
         else:
             new = fg.create_node(n.kind, n.target, args, kwargs, name=n.name)
         if new.name != n.name and n.kind != "output":
             raise IRConversionError(f"node %{n.name}: FX renamed it to {new.name}")
         if n.name in fx_meta:
             new.meta = dict(fx_meta[n.name])
-        else:
-            if n.stack_trace:
-                new.meta["stack_trace"] = n.stack_trace
-            if n.nn_module_stack:
-                new.meta["nn_module_stack"] = {k: (p, t) for k, p, t in n.nn_module_stack}
-            for key, value in n.extra:
-                if key == _QUANTIZATION_TAG:
-                    new.meta[key] = py_values.get(value, value)
+        elif n.nn_module_stack:
+            new.meta["nn_module_stack"] = {k: (p, t) for k, p, t in n.nn_module_stack}
+        # what passes may have ported onto the node (port-qdq-metadata)
+        if n.stack_trace:
+            new.meta["stack_trace"] = n.stack_trace
+        for key, value in n.extra:
+            if key == _QUANTIZATION_TAG:
+                new.meta[key] = py_values.get(value, value)
         env[n.name] = new
     root = getattr(g, "_root", None)
     if isinstance(root, fx.GraphModule):
