@@ -70,6 +70,12 @@ def _qname(x) -> str:
     return str(x).replace("torch.", "")
 
 
+def _tracing(x: torch.Tensor) -> bool:
+    """A tensor without data: torch's higher-order ops (scan) trace their body with fake tensors
+    before they run it; the observer records the run, not the trace."""
+    return torch._subclasses.fake_tensor.is_fake(x)
+
+
 class ObserverBase(torch.nn.Module):
     """Base of every observer: ``dtype``, ``is_dynamic``, ``with_args``."""
 
@@ -133,7 +139,7 @@ class UniformQuantizationObserverBase(ObserverBase):
             self._buffers[name] = t
 
     def forward(self, x_orig):
-        if not isinstance(x_orig, torch.Tensor):
+        if not isinstance(x_orig, torch.Tensor) or _tracing(x_orig):
             return x_orig
         x = x_orig.detach()
         if x.device.type != "cpu":

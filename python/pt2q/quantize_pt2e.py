@@ -68,15 +68,49 @@ def _create_observers(gm: fx.GraphModule, keys, group, group_spec, table: _ann.S
     return {k: made[k] for k in fx_keys}
 
 
+# Higher-order loops whose body torchao quantizes as a model of its own: (op name, argument index
+# of the body's get_attr). cond's branches are not quantized, as in torchao.
+_LOOP_BODIES = (("scan", 0), ("while_loop", 1))
+
+
+def _loop_bodies(gm: fx.GraphModule) -> dict[str, fx.Node]:
+    """The get_attr paths of the scan combine_fn and while_loop body_fn subgraphs of `gm`, scans
+    first (torchao's order), each with the loop node that runs it."""
+    paths: dict[str, fx.Node] = {}
+    for name, index in _LOOP_BODIES:
+        hop = getattr(torch.ops.higher_order, name, None)
+        for n in gm.graph.nodes:
+            if hop is not None and n.op == "call_function" and n.target is hop:
+                body = n.args[index]
+                if isinstance(body, fx.Node) and body.op == "get_attr" and body.target not in paths:
+                    paths[body.target] = n
+    return paths
+
+
+def _replace_submodule(gm: fx.GraphModule, path: str, module: torch.nn.Module) -> None:
+    *parents, leaf = path.split(".")
+    owner = gm.get_submodule(".".join(parents)) if parents else gm
+    setattr(owner, leaf, module)
+
+
 def prepare_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
     """Annotates `model` (from ``torch.export.export(m, args).module()``) with `quantizer` and
     inserts observers (``activation_post_process_N`` submodules), ready for calibration.
 
     Same steps and results as torchao's: eval BatchNorms folded into the conv/linear before them,
     then ``quantizer.transform_for_annotation``, ``annotate``, ``validate``, observer sharing
-    and insertion, ``prepare_obs_or_fq_callback``. Works with pt2q's quantizers and with torchao
-    ``Quantizer`` objects (their torchao/torch.ao observers become pt2q's C++ ones)."""
+    and insertion, ``prepare_obs_or_fq_callback``; then the bodies of ``scan`` and
+    ``while_loop`` are prepared the same way, each as a model of its own. Works with pt2q's
+    quantizers and with torchao ``Quantizer`` objects (their torchao/torch.ao observers become
+    pt2q's C++ ones)."""
     _check_exported(model, "prepare_pt2e")
+    prepared = _prepare_graph(model, quantizer)
+    for path in _loop_bodies(prepared):
+        _replace_submodule(prepared, path, prepare_pt2e(model.get_submodule(path), quantizer))
+    return prepared
+
+
+def _prepare_graph(model: fx.GraphModule, quantizer) -> fx.GraphModule:
     original_meta = dict(model.meta)
     gm = _copy_through_ir(model, ["fold-batch-norm"])
     gm = quantizer.transform_for_annotation(gm)
@@ -157,7 +191,7 @@ def prepare_qat_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
 
 def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = False,
                  fold_quantize: bool = True) -> fx.GraphModule:
-    from pt2q._convert import convert
+    from pt2q._convert import ConvertError, convert
 
     if not isinstance(use_reference_representation, bool):
         raise ValueError("Unexpected argument type for `use_reference_representation`, please make sure you're "
@@ -166,4 +200,16 @@ def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = Fal
         raise ValueError(f"fold_quantize must be a bool, got {type(fold_quantize).__name__}")
     _check_exported(model, "convert_pt2e")
     with warnings.catch_warnings():
-        return convert(model, use_reference_representation, fold_quantize)
+        converted = convert(model, use_reference_representation, fold_quantize)
+    for path, loop in _loop_bodies(converted).items():  # each prepared body is converted as a model of its own
+        try:
+            body = convert_pt2e(model.get_submodule(path), use_reference_representation, fold_quantize)
+        except ConvertError as e:
+            if loop.target is torch.ops.higher_order.scan and "saw no data" in str(e):
+                raise ConvertError(f"in the combine_fn of %{loop.name} ({path}): {e}. torch runs a scan's body "
+                                   "as a graph traced from it, without its observer modules, so observers inside "
+                                   "a scan record nothing during calibration (torchao's prepare_pt2e fails on "
+                                   "such models); quantize the loop body outside scan, or keep it float") from None
+            raise
+        _replace_submodule(converted, path, body)
+    return converted
