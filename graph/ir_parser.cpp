@@ -164,6 +164,13 @@ class Lexer {
   size_t line_start_ = 0;
 };
 
+// Namespaces whose operators are registered by Python libraries (torch.ao's quantized_decomposed,
+// torchao's affine ops): a graph printed in a Python process writes them bare, and a C++-only
+// process (pt2q-opt) must still read it; they become opaque calls there.
+bool registeredFromPython(const std::string& target) {
+  return target.rfind("quantized_decomposed.", 0) == 0 || target.rfind("torchao.", 0) == 0;
+}
+
 class Parser {
  public:
   Parser(std::string_view text, const std::string& source) : lex_(text, source) { advance(); }
@@ -285,7 +292,7 @@ class Parser {
         lex_.fail(callee, "an opaque target", "\"" + target + "\", an operator the dispatcher knows (write it bare)");
       }
     } else {
-      if (!findOperator(callee.text).has_value()) {
+      if (!findOperator(callee.text).has_value() && !registeredFromPython(callee.text)) {
         lex_.fail(callee, "an operator the dispatcher knows (opaque callables are written call_opaque \"name\")",
                   "'" + callee.text + "'");
       }

@@ -95,3 +95,18 @@ def test_ir_files_through_the_binary(name):
     for case, out in zip(cases, outputs):
         if "CHECK" in case:
             torch.testing.FileCheck().run(case, out)
+
+
+def test_reads_quantize_ops_printed_by_python():
+    """A Python process prints quantized_decomposed ops bare (torch.ao registers them there);
+    pt2q-opt, where the dispatcher does not know them, reads them as opaque calls."""
+    text = """graph @g(%x: f32[4]):
+  %q = quantized_decomposed.quantize_per_tensor(%x, 0.5, 3, -128, 127, torch.int8)
+  %dq = quantized_decomposed.dequantize_per_tensor(%q, 0.5, 3, -128, 127, torch.int8)
+  return (%dq,)
+"""
+    r = run("-", "--passes=dead-code-elimination", stdin=text)
+    assert r.returncode == 0, r.stderr
+    assert 'call_opaque "quantized_decomposed.quantize_per_tensor"(%x, 0.5, 3, -128, 127, torch.int8)' in r.stdout
+    r = run("-", stdin=text.replace("quantized_decomposed.quantize", "quantized_decompose.quantize"))
+    assert r.returncode == 1 and "expected an operator the dispatcher knows" in r.stderr
