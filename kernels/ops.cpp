@@ -74,4 +74,15 @@ TORCH_LIBRARY(pt2q, m) {
   m.def(
       "bfp_fake_quantize(Tensor x, int bits=8, int block_size=32, int axis=-1, str rounding=\"nearest\", "
       "str scale_mode=\"floor\", bool flush_fp32_subnorms=False, int? seed=None) -> Tensor");
+
+  // ---- Quantized linear (kernels/README.md, "Packed int8 weights") ----------------------------
+  // pack_weight_int8: int8 weight [N, K] -> the "n4k16" layout the linear kernels stream: rows in
+  // blocks of 4, each block as K/16 chunks of 4 x 16 bytes (N padded to 4, K to 16, with zeros).
+  m.def("pack_weight_int8(Tensor weight) -> Tensor");
+  // W8A16: y = x @ ((w - zp) * s)^T + bias, with x fp32 / bf16 / fp16 [..., K] and y in x's
+  // dtype; accumulation in fp32. scales [N] (per channel) or [N, K / group_size] (per group,
+  // group_size a multiple of 16); zero_points (optional, integer) has the scales' shape.
+  m.def(
+      "linear_w8a16(Tensor input, Tensor packed_weight, Tensor scales, Tensor? zero_points=None, "
+      "Tensor? bias=None) -> Tensor");
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cpu/affine_microkernels.h"
+#include "kernels/cpu/linear_microkernels.h"
 #include "kernels/cpu/mx_microkernels.h"
 
 namespace pt2q::cpu {
@@ -85,6 +86,28 @@ const MxKernels& mxKernels() {
     }
   }();
   return *chosen;
+}
+
+const LinearKernels& linearKernels() {
+  static const LinearKernels* chosen = [] {
+    switch (affineKernels().isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+      case Isa::kAvx512: return &linearKernelsAvx512();
+      case Isa::kAvx2: return &linearKernelsAvx2();
+#endif
+      default: return &linearKernelsGeneric();
+    }
+  }();
+  return *chosen;
+}
+
+std::vector<const LinearKernels*> availableLinearKernels() {
+  std::vector<const LinearKernels*> out{&linearKernelsGeneric()};
+#if defined(__x86_64__) || defined(_M_X64)
+  if (cpuHas(Isa::kAvx2)) out.push_back(&linearKernelsAvx2());
+  if (cpuHas(Isa::kAvx512)) out.push_back(&linearKernelsAvx512());
+#endif
+  return out;
 }
 
 std::vector<const AffineKernels*> availableAffineKernels() {

@@ -1,0 +1,88 @@
+"""Weight-only int8 linear (W8A16) on CPU: pt2q.linear_w8a16 against F.linear (fp32 and bf16
+weights) and torch._weight_int8pack_mm, for Llama-style shapes and decode-to-prefill row counts,
+with the bytes-over-bandwidth floor from probes bracketing each group.
+
+Bytes moved: weights (int8 N*K), scales (N*4), activations and output (M*(K+N)*dtype), with the
+weights of every case rotated through a working set larger than the L3 (each call streams them
+from memory, as a model's layers do). The
+"% of BW" column is that floor over the measured time; "vs base" is against F.linear with the
+activation dtype's float weight (the uncompressed model), measured in the same group."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pt2q  # noqa: E402,F401
+from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
+from registry import Case, measure_bandwidth, report, run  # noqa: E402
+
+P = torch.ops.pt2q
+SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008)]  # (N, K)
+ROWS = [1, 4, 16, 64, 256]
+
+
+# Every case cycles through enough copies of its weights to exceed the 32 MiB L3 several
+# times over, so each call streams its weights from memory as a model's layers do.
+WORKING_SET = 256 << 20
+
+
+def rotating(make, nbytes):
+    copies = [make() for _ in range(max(2, -(-WORKING_SET // nbytes)))]
+    state = {"i": 0}
+
+    def next_copy():
+        state["i"] = (state["i"] + 1) % len(copies)
+        return copies[state["i"]]
+
+    return next_copy
+
+
+def cases(shapes, rows, dtypes):
+    out = []
+    for n, k in shapes:
+        g = torch.Generator().manual_seed(0)
+        w = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=g)
+        scales = torch.rand(n, generator=g) * 0.01 + 1e-3
+        packed = rotating(lambda: (P.pack_weight_int8(w), scales.clone()), n * k)
+        plain = rotating(lambda: w.clone(), n * k)
+        w_f32 = w.float() * scales[:, None]
+        for dt in dtypes:
+            size = torch.empty((), dtype=dt).element_size()
+            dense = rotating(lambda dt=dt: w_f32.to(dt), n * k * size)
+            s_dt = scales.to(dt)
+            for m in rows:
+                x = torch.randn(m, k).to(dt)
+                group = f"W8A16 N={n} K={k} M={m} {str(dt).replace('torch.', '')}"
+                q_bytes = n * k + 4 * n + m * (k + n) * size
+                out.append(Case(group, f"F.linear, {str(dt).replace('torch.', '')} weight",
+                                lambda x=x, d=dense: F.linear(x, d()), n * k * size + m * (k + n) * size, baseline=True))
+                out.append(Case(group, "torch._weight_int8pack_mm",
+                                lambda x=x, s=s_dt: torch._weight_int8pack_mm(x, plain(), s), q_bytes))
+                out.append(Case(group, "pt2q.linear_w8a16", lambda x=x: P.linear_w8a16(x, *packed()), q_bytes))
+    return out
+
+
+def main():
+    _reexec_with_caching_malloc()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="4096x4096 only, M in {1, 16, 256}, fp32 and bf16")
+    ap.add_argument("--json", help="also write the rows as JSON here")
+    args = ap.parse_args()
+    bw, probes = measure_bandwidth()
+    print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"CPU kernels: {pt2q._C.info.cpu_isa()}")
+    print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
+          + f"; using {bw / 1e9:.1f} GB/s")
+    shapes, rows = (SHAPES[:1], [1, 16, 256]) if args.quick else (SHAPES, ROWS)
+    table = run(cases(shapes, rows, (torch.float32, torch.bfloat16)), bw, adjacent_probe=True)
+    report(table, bw, args.json, adjacent_probe=True)
+
+
+if __name__ == "__main__":
+    main()
