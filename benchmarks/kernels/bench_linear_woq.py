@@ -49,12 +49,12 @@ def cases(shapes, rows, dtypes):
         g = torch.Generator().manual_seed(0)
         w = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=g)
         scales = torch.rand(n, generator=g) * 0.01 + 1e-3
-        packed = rotating(lambda: (P.pack_weight_int8(w), scales.clone()), n * k)
-        plain = rotating(lambda: w.clone(), n * k)
+        packed = rotating(lambda w=w, s=scales: (P.pack_weight_int8(w), s.clone()), n * k)
+        plain = rotating(lambda w=w: w.clone(), n * k)
         w_f32 = w.float() * scales[:, None]
         for dt in dtypes:
             size = torch.empty((), dtype=dt).element_size()
-            dense = rotating(lambda dt=dt: w_f32.to(dt), n * k * size)
+            dense = rotating(lambda dt=dt, wf=w_f32: wf.to(dt), n * k * size)
             s_dt = scales.to(dt)
             for m in rows:
                 x = torch.randn(m, k).to(dt)
@@ -63,8 +63,8 @@ def cases(shapes, rows, dtypes):
                 out.append(Case(group, f"F.linear, {str(dt).replace('torch.', '')} weight",
                                 lambda x=x, d=dense: F.linear(x, d()), n * k * size + m * (k + n) * size, baseline=True))
                 out.append(Case(group, "torch._weight_int8pack_mm",
-                                lambda x=x, s=s_dt: torch._weight_int8pack_mm(x, plain(), s), q_bytes))
-                out.append(Case(group, "pt2q.linear_w8a16", lambda x=x: P.linear_w8a16(x, *packed()), q_bytes))
+                                lambda x=x, s=s_dt, p=plain: torch._weight_int8pack_mm(x, p(), s), q_bytes))
+                out.append(Case(group, "pt2q.linear_w8a16", lambda x=x, p=packed: P.linear_w8a16(x, *p()), q_bytes))
     return out
 
 
