@@ -35,7 +35,7 @@ void w8Block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks,
     const int64_t c1 = std::min(c0 + group_chunks, chunks);
     for (int64_t c = c0; c < c1; ++c) {
       const int8_t* wc = w + c * kRows * kChunk;
-      _mm_prefetch(reinterpret_cast<const char*>(wc + 16 * kRows * kChunk), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(wc + 48 * kRows * kChunk), _MM_HINT_T0);
       __m512 wv[kRows];
       for (int r = 0; r < kRows; ++r) {
         wv[r] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wc + r * kChunk))));
