@@ -85,4 +85,13 @@ TORCH_LIBRARY(pt2q, m) {
   m.def(
       "linear_w8a16(Tensor input, Tensor packed_weight, Tensor scales, Tensor? zero_points=None, "
       "Tensor? bias=None) -> Tensor");
+  // pack_weight_int4: int8 codes in [-8, 7], [N, K] -> "n4k32": blocks of 4 rows, each K/32
+  // chunks of 4 x 16 bytes; byte l of a row's chunk holds k = 32c + l (low nibble) and
+  // k = 32c + 16 + l (high nibble), as v + 8. Unsigned codes q in [0, 15] pack as q - 8 with
+  // zero_point - 8.
+  m.def("pack_weight_int4(Tensor weight) -> Tensor");
+  // W4A16: linear_w8a16's contract with 4-bit codes; group_size a multiple of 32.
+  m.def(
+      "linear_w4a16(Tensor input, Tensor packed_weight, Tensor scales, Tensor? zero_points=None, "
+      "Tensor? bias=None) -> Tensor");
 }

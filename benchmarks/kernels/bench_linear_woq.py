@@ -1,8 +1,10 @@
-"""Weight-only int8 linear (W8A16) on CPU: pt2q.linear_w8a16 against F.linear (fp32 and bf16
-weights) and torch._weight_int8pack_mm, for Llama-style shapes and decode-to-prefill row counts,
-with the bytes-over-bandwidth floor from probes bracketing each group.
+"""Weight-only linear on CPU: pt2q.linear_w8a16 (per channel) and linear_w4a16 (groups of 128)
+against F.linear (fp32 and bf16 weights), torch._weight_int8pack_mm and
+torch._weight_int4pack_mm_for_cpu, for Llama-style shapes and decode-to-prefill row counts, with
+the bytes-over-bandwidth floor from probes bracketing each group.
 
-Bytes moved: weights (int8 N*K), scales (N*4), activations and output (M*(K+N)*dtype), with the
+Bytes moved: weights (int8 N*K or int4 N*K/2), scales (N*4 or N*K/128*4), activations and output
+(M*(K+N)*dtype), with the
 weights of every case rotated through a working set larger than the L3 (each call streams them
 from memory, as a model's layers do). The
 "% of BW" column is that floor over the measured time; "vs base" is against F.linear with the
@@ -43,6 +45,12 @@ def rotating(make, nbytes):
     return next_copy
 
 
+def slow_aten_path(dt, m):
+    """ATen's int8/int4 weight-only kernels with fp32 activations run 4-100x slower than fp32
+    F.linear from M = 4 on (seconds per call at M = 256); they are timed at M <= 4 only."""
+    return dt == torch.float32 and m > 4
+
+
 def cases(shapes, rows, dtypes):
     out = []
     for n, k in shapes:
@@ -62,9 +70,42 @@ def cases(shapes, rows, dtypes):
                 q_bytes = n * k + 4 * n + m * (k + n) * size
                 out.append(Case(group, f"F.linear, {str(dt).replace('torch.', '')} weight",
                                 lambda x=x, d=dense: F.linear(x, d()), n * k * size + m * (k + n) * size, baseline=True))
-                out.append(Case(group, "torch._weight_int8pack_mm",
-                                lambda x=x, s=s_dt, p=plain: torch._weight_int8pack_mm(x, p(), s), q_bytes))
+                if not slow_aten_path(dt, m):
+                    out.append(Case(group, "torch._weight_int8pack_mm",
+                                    lambda x=x, s=s_dt, p=plain: torch._weight_int8pack_mm(x, p(), s), q_bytes))
                 out.append(Case(group, "pt2q.linear_w8a16", lambda x=x, p=packed: P.linear_w8a16(x, *p()), q_bytes))
+    return out
+
+
+GROUP = 128
+
+
+def cases_w4(shapes, rows, dtypes):
+    out = []
+    for n, k in shapes:
+        g = torch.Generator().manual_seed(0)
+        w = torch.randint(-8, 8, (n, k), dtype=torch.int8, generator=g)
+        scales = torch.rand(n, k // GROUP, generator=g) * 0.01 + 1e-3
+        packed = rotating(lambda w=w, s=scales: (P.pack_weight_int4(w), s.clone()), n * k // 2)
+        # tinygemm's CPU layout: unsigned codes, w = (q - 8) * s + z with z = 0
+        tiny = rotating(lambda w=w: torch._convert_weight_to_int4pack_for_cpu((w.int() + 8), 1), n * k // 2)
+        sz = torch.stack([scales.t(), torch.zeros_like(scales.t())], -1).contiguous()
+        w_f32 = (w.float().reshape(n, -1, GROUP) * scales[..., None]).reshape(n, k)
+        for dt in dtypes:
+            size = torch.empty((), dtype=dt).element_size()
+            dense = rotating(lambda dt=dt, wf=w_f32: wf.to(dt), n * k * size)
+            sz_dt = sz.to(dt)
+            for m in rows:
+                x = torch.randn(m, k).to(dt)
+                group = f"W4A16 g{GROUP} N={n} K={k} M={m} {str(dt).replace('torch.', '')}"
+                q_bytes = n * k // 2 + 4 * n * (k // GROUP) + m * (k + n) * size
+                out.append(Case(group, f"F.linear, {str(dt).replace('torch.', '')} weight",
+                                lambda x=x, d=dense: F.linear(x, d()), n * k * size + m * (k + n) * size, baseline=True))
+                if not slow_aten_path(dt, m):
+                    out.append(Case(group, "torch._weight_int4pack_mm_for_cpu",
+                                    lambda x=x, t=tiny, s=sz_dt: torch._weight_int4pack_mm_for_cpu(x, t(), GROUP, s),
+                                    q_bytes))
+                out.append(Case(group, "pt2q.linear_w4a16", lambda x=x, p=packed: P.linear_w4a16(x, *p()), q_bytes))
     return out
 
 
@@ -80,7 +121,8 @@ def main():
     print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
           + f"; using {bw / 1e9:.1f} GB/s")
     shapes, rows = (SHAPES[:1], [1, 16, 256]) if args.quick else (SHAPES, ROWS)
-    table = run(cases(shapes, rows, (torch.float32, torch.bfloat16)), bw, adjacent_probe=True)
+    dtypes = (torch.float32, torch.bfloat16)
+    table = run(cases(shapes, rows, dtypes) + cases_w4(shapes, rows, dtypes), bw, adjacent_probe=True)
     report(table, bw, args.json, adjacent_probe=True)
 
 

@@ -17,10 +17,15 @@ namespace pt2q::cpu {
 using LinearW8Block4Fn = void (*)(const int8_t* w, const float* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
                                   int64_t group_chunks, const float* scales, int64_t s_stride, float* out);
 
+/// The same for 4-bit weights in the "n4k32" layout: chunks of 32 k-values, nibbles holding
+/// u = v + 8, and out = sum_g s * sum u * x (the caller subtracts s * (8 + zp) * sum x).
+using LinearW4Block4Fn = LinearW8Block4Fn;
+
 struct LinearKernels {
   Isa isa;
   const char* name;
   LinearW8Block4Fn w8_block4;
+  LinearW4Block4Fn w4_block4;
 };
 
 /// The table for this CPU (the affine kernels' ISA).

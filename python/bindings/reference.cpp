@@ -6,7 +6,7 @@
 
 #include "kernels/affine_ops.h"
 #include "kernels/int4_pack_args.h"
-#include "kernels/linear_w8_args.h"
+#include "kernels/linear_weight_only_args.h"
 #include "kernels/mx/mx_args.h"
 
 namespace pt2q::python {
@@ -73,9 +73,17 @@ void bindReference(py::module_& m) {
   m.def("unpack_int4",
         [](const at::Tensor& p, bool is_signed, const std::string& order) { return unpackInt4Ref(p, is_signed, order); },
         py::arg("packed"), py::arg("signed") = true, py::arg("nibble_order") = "low_first");
-  m.def("pack_weight_int8", &packWeightInt8Ref, py::arg("weight"));
-  m.def("linear_w8a16", &linearW8a16Ref, py::arg("input"), py::arg("packed_weight"), py::arg("scales"),
-        py::arg("zero_points") = py::none(), py::arg("bias") = py::none());
+  m.def("pack_weight_int8", [](const at::Tensor& w) { return packWeightRef(w, 8); }, py::arg("weight"));
+  m.def("pack_weight_int4", [](const at::Tensor& w) { return packWeightRef(w, 4); }, py::arg("weight"));
+  for (const int bits : {8, 4}) {
+    m.def(bits == 8 ? "linear_w8a16" : "linear_w4a16",
+          [bits](const at::Tensor& x, const at::Tensor& p, const at::Tensor& s, const c10::optional<at::Tensor>& z,
+                 const c10::optional<at::Tensor>& b) {
+            return linearWeightOnlyRef(bits == 8 ? "linear_w8a16" : "linear_w4a16", bits, x, p, s, z, b);
+          },
+          py::arg("input"), py::arg("packed_weight"), py::arg("scales"), py::arg("zero_points") = py::none(),
+          py::arg("bias") = py::none());
+  }
 }
 
 }  // namespace pt2q::python

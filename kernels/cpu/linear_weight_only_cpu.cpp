@@ -1,0 +1,166 @@
+// CPU pack_weight_int8/int4 and linear_w8a16/w4a16. Few input rows (decode): every weight block
+// streams once through the ISA's block microkernel, two input rows at a time, in parallel over
+// blocks of 4 output rows. Many rows (prefill): tiles of the weight are dequantized to fp32 once
+// and multiplied by ATen's GEMM, which is compute-bound there and better blocked than a GEMV.
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/linear_microkernels.h"
+#include "kernels/linear_weight_only_args.h"
+
+namespace pt2q {
+namespace {
+
+// From this many input rows on, dequantize-then-GEMM beats the block kernel (benchmarks/kernels/
+// bench_linear_woq.py on the 2-core AVX-512 VM).
+constexpr int64_t kGemmRows = 64;
+constexpr int64_t kGemmTile = 64;  // weight rows dequantized per tile (multiple of 4)
+
+template <int Bits>
+at::Tensor packWeightCpu(const at::Tensor& weight) {
+  checkPackWeight(weight, Bits);
+  const int64_t n = weight.size(0), k = weight.size(1), chunk = packChunk(Bits);
+  const int64_t kp = roundUp(k, chunk);
+  const at::Tensor w = weight.contiguous();
+  if (Bits == 4) {
+    const at::Tensor bad = (w < -8) | (w > 7);
+    if (bad.any().item<bool>()) failPackInt4Value(w, bad.reshape({-1}).nonzero().index({0, 0}).item<int64_t>());
+  }
+  at::Tensor out = at::empty(packedWeightShape(n, k, Bits), w.options());
+  const int8_t* src = w.const_data_ptr<int8_t>();
+  auto* dst = reinterpret_cast<uint8_t*>(out.data_ptr<int8_t>());
+  const int64_t row_bytes = kp * Bits / 8;  // one row's bytes in its block
+  // Padding rows of the last block: zero codes (int4: the nibble 8).
+  std::fill(dst + (n / kPackRows) * kPackRows * row_bytes, dst + out.numel(), Bits == 4 ? 0x88 : 0);
+  at::parallel_for(0, n, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      uint8_t* block = dst + (r / kPackRows) * kPackRows * row_bytes + (r % kPackRows) * kPackChunkBytes;
+      const int8_t* row = src + r * k;
+      for (int64_t c = 0; c * chunk < kp; ++c) {
+        uint8_t* o = block + c * kPackRows * kPackChunkBytes;
+        for (int64_t l = 0; l < kPackChunkBytes; ++l) {
+          if (Bits == 8) {
+            const int64_t j = c * chunk + l;
+            o[l] = static_cast<uint8_t>(j < k ? row[j] : 0);
+          } else {
+            const int64_t j = c * chunk + l, h = j + kPackChunkBytes;
+            const int lo = (j < k ? row[j] : 0) + 8, hi = (h < k ? row[h] : 0) + 8;
+            o[l] = static_cast<uint8_t>(lo | (hi << 4));
+          }
+        }
+      }
+    }
+  });
+  return out;
+}
+
+// Rows [n0, n1) of the dequantized weight, (v - zp) * s in fp32, row-major [n1 - n0, kp] (the
+// padding columns come out zero). One chunk shares one group, so the inner loops are plain
+// widen-subtract-scale loops the compiler vectorizes.
+template <int Bits>
+void dequantizeRows(const uint8_t* packed, int64_t kp, int64_t n0, int64_t n1, const float* s, const float* zp,
+                    int64_t groups, int64_t group_chunks, float* out) {
+  const int64_t chunk = packChunk(Bits), row_bytes = kp * Bits / 8;
+  for (int64_t r = n0; r < n1; ++r) {
+    const uint8_t* block = packed + (r / kPackRows) * kPackRows * row_bytes + (r % kPackRows) * kPackChunkBytes;
+    float* o = out + (r - n0) * kp;
+    for (int64_t c = 0; c * chunk < kp; ++c) {
+      const int64_t g = r * groups + c / group_chunks;
+      const float scale = s[g], zero = zp != nullptr ? zp[g] : 0.0f;
+      const uint8_t* codes = block + c * kPackRows * kPackChunkBytes;
+      float* oc = o + c * chunk;
+      for (int64_t l = 0; l < kPackChunkBytes; ++l) {
+        if (Bits == 8) {
+          oc[l] = (static_cast<float>(static_cast<int8_t>(codes[l])) - zero) * scale;
+        } else {
+          oc[l] = (static_cast<float>((codes[l] & 0xF) - 8) - zero) * scale;
+          oc[kPackChunkBytes + l] = (static_cast<float>((codes[l] >> 4) - 8) - zero) * scale;
+        }
+      }
+    }
+  }
+}
+
+template <int Bits>
+at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
+                               const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias) {
+  const char* op = Bits == 4 ? "linear_w4a16" : "linear_w8a16";
+  const LinearWeightOnlyGeometry g = checkLinearWeightOnly(op, Bits, input, packed, scales, zero_points, bias);
+  const int64_t n = g.n, k = g.k, m = g.m, chunk = packChunk(Bits), kp = roundUp(k, chunk);
+  const int64_t np = roundUp(n, kPackRows);
+  const at::Tensor pw = packed.contiguous();
+  const auto* wp = reinterpret_cast<const uint8_t*>(pw.const_data_ptr<int8_t>());
+  // Scales (and zero points) padded to whole blocks of 4 rows, fp32.
+  at::Tensor s = at::zeros({np, g.groups}, scales.options().dtype(at::kFloat));
+  s.slice(0, 0, n).copy_(scales.reshape({n, g.groups}));
+  at::Tensor zp;
+  if (zero_points.has_value()) {
+    zp = at::zeros({np, g.groups}, s.options());
+    zp.slice(0, 0, n).copy_(zero_points->reshape({n, g.groups}));
+  }
+  at::Tensor out = at::empty({m, n}, input.options().dtype(at::kFloat));
+  if (m == 0) return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
+  const at::Tensor x2 = input.reshape({m, k});
+  // x in fp32, zero-padded to whole chunks: the kernels read whole chunks.
+  at::Tensor xp = at::zeros({m, kp}, out.options());
+  xp.slice(1, 0, k).copy_(x2);
+  const int64_t chunks = kp / chunk;
+  const int64_t group_chunks = g.groups == 1 ? chunks : g.group_size / chunk;
+
+  if (m >= kGemmRows) {
+    at::parallel_for(0, (n + kGemmTile - 1) / kGemmTile, 1, [&](int64_t t0, int64_t t1) {
+      at::Tensor tile = at::empty({kGemmTile, kp}, xp.options());
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n0 = t * kGemmTile, n1 = std::min(n, n0 + kGemmTile);
+        dequantizeRows<Bits>(wp, kp, n0, n1, s.const_data_ptr<float>(),
+                             zp.defined() ? zp.const_data_ptr<float>() : nullptr, g.groups, group_chunks,
+                             tile.data_ptr<float>());
+        out.slice(1, n0, n1).copy_(at::mm(xp, tile.slice(0, 0, n1 - n0).t()));
+      }
+    });
+  } else {
+    const auto& table = cpu::linearKernels();
+    const auto fn = Bits == 4 ? table.w4_block4 : table.w8_block4;
+    const int64_t block_bytes = kPackRows * kp * Bits / 8;
+    const float* xs = xp.const_data_ptr<float>();
+    const float* sp = s.const_data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    at::parallel_for(0, np / kPackRows, 8, [&](int64_t b0, int64_t b1) {
+      float tmp[2 * kPackRows];
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t rows = std::min(kPackRows, n - b * kPackRows);
+        for (int64_t m0 = 0; m0 < m; m0 += 2) {
+          const int64_t mx = std::min<int64_t>(2, m - m0);
+          fn(reinterpret_cast<const int8_t*>(wp + b * block_bytes), xs + m0 * kp, kp, mx, chunks, group_chunks,
+             sp + b * kPackRows * g.groups, g.groups, tmp);
+          for (int64_t i = 0; i < mx; ++i) {
+            for (int64_t r = 0; r < rows; ++r) o[(m0 + i) * n + b * kPackRows + r] = tmp[i * kPackRows + r];
+          }
+        }
+      }
+    });
+    // sum_k (v - zp) s x = sum_k u s x - sum_g s (zp + offset) (sum_{k in g} x), where the kernels
+    // multiplied the stored u = v + offset (offset 8 for int4 nibbles, 0 for int8).
+    const double offset = Bits == 4 ? 8.0 : 0.0;
+    if (zp.defined() || offset != 0.0) {
+      const at::Tensor shift = zp.defined() ? zp + offset : at::full_like(s, offset);
+      const at::Tensor xsum = xp.slice(1, 0, k).reshape({m, g.groups, g.group_size}).sum(-1);  // [m, groups]
+      out.sub_(at::mm(xsum, (s * shift).slice(0, 0, n).t()));
+    }
+  }
+  if (bias.has_value()) out.add_(bias->to(at::kFloat));
+  return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
+}
+
+}  // namespace
+}  // namespace pt2q
+
+TORCH_LIBRARY_IMPL(pt2q, CPU, m) {
+  m.impl("pack_weight_int8", &pt2q::packWeightCpu<8>);
+  m.impl("pack_weight_int4", &pt2q::packWeightCpu<4>);
+  m.impl("linear_w8a16", &pt2q::linearWeightOnlyCpu<8>);
+  m.impl("linear_w4a16", &pt2q::linearWeightOnlyCpu<4>);
+}
