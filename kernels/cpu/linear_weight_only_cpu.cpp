@@ -18,6 +18,7 @@ namespace {
 // bench_linear_woq.py on the 2-core AVX-512 VM).
 constexpr int64_t kGemmRows = 64;
 constexpr int64_t kGemmTile = 64;  // weight rows dequantized per tile (multiple of 4)
+constexpr int64_t kBf16Tile = 512;  // the same for the bf16 path, whose GEMMs use every thread
 
 template <int Bits>
 at::Tensor packWeightCpu(const at::Tensor& weight) {
@@ -60,24 +61,24 @@ at::Tensor packWeightCpu(const at::Tensor& weight) {
 // Rows [n0, n1) of the dequantized weight, (v - zp) * s in fp32, row-major [n1 - n0, kp] (the
 // padding columns come out zero). One chunk shares one group, so the inner loops are plain
 // widen-subtract-scale loops the compiler vectorizes.
-template <int Bits>
+template <int Bits, typename T>
 void dequantizeRows(const uint8_t* packed, int64_t kp, int64_t n0, int64_t n1, const float* s, const float* zp,
-                    int64_t groups, int64_t group_chunks, float* out) {
+                    int64_t groups, int64_t group_chunks, T* out) {
   const int64_t chunk = packChunk(Bits), row_bytes = kp * Bits / 8;
   for (int64_t r = n0; r < n1; ++r) {
     const uint8_t* block = packed + (r / kPackRows) * kPackRows * row_bytes + (r % kPackRows) * kPackChunkBytes;
-    float* o = out + (r - n0) * kp;
+    T* o = out + (r - n0) * kp;
     for (int64_t c = 0; c * chunk < kp; ++c) {
       const int64_t g = r * groups + c / group_chunks;
       const float scale = s[g], zero = zp != nullptr ? zp[g] : 0.0f;
       const uint8_t* codes = block + c * kPackRows * kPackChunkBytes;
-      float* oc = o + c * chunk;
+      T* oc = o + c * chunk;
       for (int64_t l = 0; l < kPackChunkBytes; ++l) {
         if (Bits == 8) {
-          oc[l] = (static_cast<float>(static_cast<int8_t>(codes[l])) - zero) * scale;
+          oc[l] = static_cast<T>((static_cast<float>(static_cast<int8_t>(codes[l])) - zero) * scale);
         } else {
-          oc[l] = (static_cast<float>((codes[l] & 0xF) - 8) - zero) * scale;
-          oc[kPackChunkBytes + l] = (static_cast<float>((codes[l] >> 4) - 8) - zero) * scale;
+          oc[l] = static_cast<T>((static_cast<float>((codes[l] & 0xF) - 8) - zero) * scale);
+          oc[kPackChunkBytes + l] = static_cast<T>((static_cast<float>((codes[l] >> 4) - 8) - zero) * scale);
         }
       }
     }
@@ -110,6 +111,32 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
   const int64_t chunks = kp / chunk;
   const int64_t group_chunks = g.groups == 1 ? chunks : g.group_size / chunk;
 
+  if (m >= kGemmRows && input.scalar_type() == at::kBFloat16) {
+    // bf16 activations: F.linear's numerics (weights in bf16, fp32 accumulation, one rounding of
+    // the result) at the speed of its bf16 GEMM; tiles dequantize in parallel, then each GEMM
+    // uses every thread.
+    at::Tensor y = at::empty({m, n}, input.options());
+    const at::Tensor xb = xp.to(at::kBFloat16);
+    at::Tensor tile = at::empty({kBf16Tile, kp}, xb.options());
+    const c10::optional<at::Tensor> b16 =
+        bias.has_value() ? c10::optional<at::Tensor>(bias->to(at::kBFloat16)) : c10::nullopt;
+    for (int64_t n0 = 0; n0 < n; n0 += kBf16Tile) {
+      const int64_t n1 = std::min(n, n0 + kBf16Tile);
+      auto* t = reinterpret_cast<c10::BFloat16*>(tile.data_ptr());
+      at::parallel_for(n0, n1, 16, [&](int64_t r0, int64_t r1) {
+        dequantizeRows<Bits>(wp, kp, r0, r1, s.const_data_ptr<float>(),
+                             zp.defined() ? zp.const_data_ptr<float>() : nullptr, g.groups, group_chunks,
+                             t + (r0 - n0) * kp);
+      });
+      const at::Tensor wt = tile.slice(0, 0, n1 - n0).t();
+      if (b16.has_value()) {
+        y.slice(1, n0, n1).copy_(at::addmm(b16->slice(0, n0, n1), xb, wt));
+      } else {
+        y.slice(1, n0, n1).copy_(at::mm(xb, wt));
+      }
+    }
+    return y.reshape(linearOutputShape(input.sizes(), n));
+  }
   if (m >= kGemmRows) {
     at::parallel_for(0, (n + kGemmTile - 1) / kGemmTile, 1, [&](int64_t t0, int64_t t1) {
       at::Tensor tile = at::empty({kGemmTile, kp}, xp.options());
