@@ -51,61 +51,62 @@ def slow_aten_path(dt, m):
     return dt == torch.float32 and m > 4
 
 
-def cases(shapes, rows, dtypes):
-    out = []
-    for n, k in shapes:
-        g = torch.Generator().manual_seed(0)
-        w = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=g)
-        scales = torch.rand(n, generator=g) * 0.01 + 1e-3
-        packed = rotating(lambda w=w, s=scales: (P.pack_weight_int8(w), s.clone()), n * k)
-        plain = rotating(lambda w=w: w.clone(), n * k)
-        w_f32 = w.float() * scales[:, None]
-        for dt in dtypes:
-            size = torch.empty((), dtype=dt).element_size()
-            dense = rotating(lambda dt=dt, wf=w_f32: wf.to(dt), n * k * size)
-            s_dt = scales.to(dt)
-            for m in rows:
-                x = torch.randn(m, k).to(dt)
-                group = f"W8A16 N={n} K={k} M={m} {str(dt).replace('torch.', '')}"
-                q_bytes = n * k + 4 * n + m * (k + n) * size
-                out.append(Case(group, f"F.linear, {str(dt).replace('torch.', '')} weight",
-                                lambda x=x, d=dense: F.linear(x, d()), n * k * size + m * (k + n) * size, baseline=True))
-                if not slow_aten_path(dt, m):
-                    out.append(Case(group, "torch._weight_int8pack_mm",
-                                    lambda x=x, s=s_dt, p=plain: torch._weight_int8pack_mm(x, p(), s), q_bytes))
-                out.append(Case(group, "pt2q.linear_w8a16", lambda x=x, p=packed: P.linear_w8a16(x, *p()), q_bytes))
-    return out
+GROUP = 128  # W4A16's group size
 
 
-GROUP = 128
+class Scheme:
+    """One weight-only scheme: its codes, scales, pt2q op and the ATen kernel it is compared with."""
 
+    def __init__(self, bits):
+        self.bits = bits
+        self.name = "W8A16" if bits == 8 else f"W4A16 g{GROUP}"
 
-def cases_w4(shapes, rows, dtypes):
-    out = []
-    for n, k in shapes:
-        g = torch.Generator().manual_seed(0)
-        w = torch.randint(-8, 8, (n, k), dtype=torch.int8, generator=g)
-        scales = torch.rand(n, k // GROUP, generator=g) * 0.01 + 1e-3
-        packed = rotating(lambda w=w, s=scales: (P.pack_weight_int4(w), s.clone()), n * k // 2)
+    def weights(self, n, k, g):
+        if self.bits == 8:
+            return (torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=g),
+                    torch.rand(n, generator=g) * 0.01 + 1e-3)
+        return (torch.randint(-8, 8, (n, k), dtype=torch.int8, generator=g),
+                torch.rand(n, k // GROUP, generator=g) * 0.01 + 1e-3)
+
+    def dense(self, w, scales):
+        n, k = w.shape
+        return (w.float().reshape(n, scales.reshape(n, -1).shape[1], -1) * scales.reshape(n, -1, 1)).reshape(n, k)
+
+    def pt2q(self, w, scales):
+        pack, linear = ((P.pack_weight_int8, P.linear_w8a16) if self.bits == 8 else
+                        (P.pack_weight_int4, P.linear_w4a16))
+        packed = rotating(lambda: (pack(w), scales.clone()), w.numel() * self.bits // 8)
+        return f"pt2q.{linear.__name__.split('.')[-1]}", lambda x: linear(x, *packed())
+
+    def aten(self, w, scales, dt):
+        if self.bits == 8:
+            plain, s = rotating(lambda: w.clone(), w.numel()), scales.to(dt)
+            return "torch._weight_int8pack_mm", lambda x: torch._weight_int8pack_mm(x, plain(), s)
         # tinygemm's CPU layout: unsigned codes, w = (q - 8) * s + z with z = 0
-        tiny = rotating(lambda w=w: torch._convert_weight_to_int4pack_for_cpu((w.int() + 8), 1), n * k // 2)
-        sz = torch.stack([scales.t(), torch.zeros_like(scales.t())], -1).contiguous()
-        w_f32 = (w.float().reshape(n, -1, GROUP) * scales[..., None]).reshape(n, k)
+        tiny = rotating(lambda: torch._convert_weight_to_int4pack_for_cpu(w.int() + 8, 1), w.numel() // 2)
+        sz = torch.stack([scales.t(), torch.zeros_like(scales.t())], -1).contiguous().to(dt)
+        return "torch._weight_int4pack_mm_for_cpu", lambda x: torch._weight_int4pack_mm_for_cpu(x, tiny(), GROUP, sz)
+
+
+def cases(scheme, shapes, rows, dtypes):
+    out = []
+    for n, k in shapes:
+        w, scales = scheme.weights(n, k, torch.Generator().manual_seed(0))
+        ours, ours_fn = scheme.pt2q(w, scales)
+        w_f32 = scheme.dense(w, scales)
         for dt in dtypes:
             size = torch.empty((), dtype=dt).element_size()
-            dense = rotating(lambda dt=dt, wf=w_f32: wf.to(dt), n * k * size)
-            sz_dt = sz.to(dt)
+            dense = rotating(lambda dt=dt: w_f32.to(dt), n * k * size)
+            aten, aten_fn = scheme.aten(w, scales, dt)
             for m in rows:
                 x = torch.randn(m, k).to(dt)
-                group = f"W4A16 g{GROUP} N={n} K={k} M={m} {str(dt).replace('torch.', '')}"
-                q_bytes = n * k // 2 + 4 * n * (k // GROUP) + m * (k + n) * size
+                group = f"{scheme.name} N={n} K={k} M={m} {str(dt).replace('torch.', '')}"
+                q_bytes = n * k * scheme.bits // 8 + 4 * scales.numel() + m * (k + n) * size
                 out.append(Case(group, f"F.linear, {str(dt).replace('torch.', '')} weight",
                                 lambda x=x, d=dense: F.linear(x, d()), n * k * size + m * (k + n) * size, baseline=True))
                 if not slow_aten_path(dt, m):
-                    out.append(Case(group, "torch._weight_int4pack_mm_for_cpu",
-                                    lambda x=x, t=tiny, s=sz_dt: torch._weight_int4pack_mm_for_cpu(x, t(), GROUP, s),
-                                    q_bytes))
-                out.append(Case(group, "pt2q.linear_w4a16", lambda x=x, p=packed: P.linear_w4a16(x, *p()), q_bytes))
+                    out.append(Case(group, aten, lambda x=x, f=aten_fn: f(x), q_bytes))
+                out.append(Case(group, ours, lambda x=x, f=ours_fn: f(x), q_bytes))
     return out
 
 
@@ -122,7 +123,8 @@ def main():
           + f"; using {bw / 1e9:.1f} GB/s")
     shapes, rows = (SHAPES[:1], [1, 16, 256]) if args.quick else (SHAPES, ROWS)
     dtypes = (torch.float32, torch.bfloat16)
-    table = run(cases(shapes, rows, dtypes) + cases_w4(shapes, rows, dtypes), bw, adjacent_probe=True)
+    table = run(cases(Scheme(8), shapes, rows, dtypes) + cases(Scheme(4), shapes, rows, dtypes), bw,
+                adjacent_probe=True)
     report(table, bw, args.json, adjacent_probe=True)
 
 

@@ -1,6 +1,7 @@
 // Bodies of the linear microkernels, compiled once per ISA (each ISA file defines
 // PT2Q_CPU_ISA_NS and one of PT2Q_VEC_AVX512 / PT2Q_VEC_AVX2 before including this header, as
-// for affine_kernels_impl.h). The weight block streams once; its int8 codes widen to fp32 and
+// for affine_kernels_impl.h). One skeleton serves every weight width and ISA: a weight block
+// streams once, each chunk row decodes into fp32 vectors (the width's Decode), and those
 // multiply-add into one accumulator per (x row, weight row), scaled once per group.
 #pragma once
 
@@ -20,234 +21,167 @@
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
 
 constexpr int64_t kRows = 4;
-constexpr int64_t kChunk = 16;
+constexpr int64_t kRowBytes = 16;  // bytes of one row in one chunk
 
+// ---- fp32 vectors of the ISA -------------------------------------------------------------------
 #if defined(PT2Q_VEC_AVX512)
-// 16 lanes: one chunk of a weight row is one vector.
-template <int MX>
-void w8Block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
-              const float* scales, int64_t s_stride, float* out) {
-  __m512 total[MX][kRows];
-  for (auto& row : total) for (auto& t : row) t = _mm512_setzero_ps();
-  for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
-    __m512 acc[MX][kRows];
-    for (auto& row : acc) for (auto& a : row) a = _mm512_setzero_ps();
-    const int64_t c1 = std::min(c0 + group_chunks, chunks);
-    for (int64_t c = c0; c < c1; ++c) {
-      const int8_t* wc = w + c * kRows * kChunk;
-      _mm_prefetch(reinterpret_cast<const char*>(wc + 48 * kRows * kChunk), _MM_HINT_T0);
-      __m512 wv[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        wv[r] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wc + r * kChunk))));
-      }
-      for (int m = 0; m < MX; ++m) {
-        const __m512 xv = _mm512_loadu_ps(x + m * x_stride + c * kChunk);
-        for (int r = 0; r < kRows; ++r) acc[m][r] = _mm512_fmadd_ps(wv[r], xv, acc[m][r]);
-      }
-    }
-    for (int r = 0; r < kRows; ++r) {
-      const __m512 s = _mm512_set1_ps(scales[r * s_stride + g]);
-      for (int m = 0; m < MX; ++m) total[m][r] = _mm512_fmadd_ps(acc[m][r], s, total[m][r]);
-    }
-  }
-  for (int m = 0; m < MX; ++m) {
-    for (int r = 0; r < kRows; ++r) out[m * kRows + r] = _mm512_reduce_add_ps(total[m][r]);
-  }
+struct V {
+  static constexpr int kLanes = 16;
+  __m512 v;
+  static V zero() { return {_mm512_setzero_ps()}; }
+  static V load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  static V set1(float s) { return {_mm512_set1_ps(s)}; }
+  static V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+  static float sum(V a) { return _mm512_reduce_add_ps(a.v); }
+};
+// `lanes` bytes from p widened to fp32: signed codes, or the low / high nibbles.
+inline V widenI8(const int8_t* p) {
+  return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))};
 }
+inline void widenNibbles(const int8_t* p, V& lo, V& hi) {
+  const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  lo = {_mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(0xF)))};
+  hi = {_mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4))};
+}
+inline void prefetch(const int8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 #elif defined(PT2Q_VEC_AVX2)
-inline float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// 8 lanes: a chunk of a weight row is two vectors.
-template <int MX>
-void w8Block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
-              const float* scales, int64_t s_stride, float* out) {
-  __m256 total[MX][kRows];
-  for (auto& row : total) for (auto& t : row) t = _mm256_setzero_ps();
-  for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
-    __m256 acc[MX][kRows];
-    for (auto& row : acc) for (auto& a : row) a = _mm256_setzero_ps();
-    const int64_t c1 = std::min(c0 + group_chunks, chunks);
-    for (int64_t c = c0; c < c1; ++c) {
-      const int8_t* wc = w + c * kRows * kChunk;
-      for (int h = 0; h < 2; ++h) {
-        __m256 wv[kRows];
-        for (int r = 0; r < kRows; ++r) {
-          const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wc + r * kChunk + 8 * h));
-          wv[r] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-        }
-        for (int m = 0; m < MX; ++m) {
-          const __m256 xv = _mm256_loadu_ps(x + m * x_stride + c * kChunk + 8 * h);
-          for (int r = 0; r < kRows; ++r) acc[m][r] = _mm256_fmadd_ps(wv[r], xv, acc[m][r]);
-        }
-      }
-    }
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 s = _mm256_set1_ps(scales[r * s_stride + g]);
-      for (int m = 0; m < MX; ++m) total[m][r] = _mm256_fmadd_ps(acc[m][r], s, total[m][r]);
-    }
+struct V {
+  static constexpr int kLanes = 8;
+  __m256 v;
+  static V zero() { return {_mm256_setzero_ps()}; }
+  static V load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  static V set1(float s) { return {_mm256_set1_ps(s)}; }
+  static V fma(V a, V b, V c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+  static float sum(V a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
   }
-  for (int m = 0; m < MX; ++m) {
-    for (int r = 0; r < kRows; ++r) out[m * kRows + r] = hsum256(total[m][r]);
-  }
+};
+inline V widenI8(const int8_t* p) {
+  return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))};
 }
+inline void widenNibbles(const int8_t* p, V& lo, V& hi) {
+  const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  lo = {_mm256_cvtepi32_ps(_mm256_and_si256(b, _mm256_set1_epi32(0xF)))};
+  hi = {_mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4))};
+}
+inline void prefetch(const int8_t*) {}
 #else
-// Scalar, with 16 partial sums per row like the 16-lane kernel.
-template <int MX>
-void w8Block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
-              const float* scales, int64_t s_stride, float* out) {
-  for (int m = 0; m < MX; ++m) {
-    for (int r = 0; r < kRows; ++r) {
-      float total[kChunk] = {};
-      for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
-        float acc[kChunk] = {};
-        const int64_t c1 = std::min(c0 + group_chunks, chunks);
-        for (int64_t c = c0; c < c1; ++c) {
-          const int8_t* wc = w + c * kRows * kChunk + r * kChunk;
-          const float* xc = x + m * x_stride + c * kChunk;
-          for (int64_t l = 0; l < kChunk; ++l) acc[l] += static_cast<float>(wc[l]) * xc[l];
-        }
-        for (int64_t l = 0; l < kChunk; ++l) total[l] += acc[l] * scales[r * s_stride + g];
-      }
-      float sum = 0.0f;
-      for (float t : total) sum += t;
-      out[m * kRows + r] = sum;
-    }
+// Portable: 16 scalar lanes, as many partial sums as the AVX-512 kernel keeps.
+struct V {
+  static constexpr int kLanes = 16;
+  float v[16];
+  static V zero() { return {}; }
+  static V load(const float* p) {
+    V r;
+    for (int l = 0; l < kLanes; ++l) r.v[l] = p[l];
+    return r;
+  }
+  static V set1(float s) {
+    V r;
+    for (float& e : r.v) e = s;
+    return r;
+  }
+  static V fma(V a, V b, V c) {
+    for (int l = 0; l < kLanes; ++l) c.v[l] += a.v[l] * b.v[l];
+    return c;
+  }
+  static float sum(V a) {
+    float s = 0.0f;
+    for (float e : a.v) s += e;
+    return s;
+  }
+};
+inline V widenI8(const int8_t* p) {
+  V r;
+  for (int l = 0; l < V::kLanes; ++l) r.v[l] = static_cast<float>(p[l]);
+  return r;
+}
+inline void widenNibbles(const int8_t* p, V& lo, V& hi) {
+  for (int l = 0; l < V::kLanes; ++l) {
+    const auto b = static_cast<uint8_t>(p[l]);
+    lo.v[l] = static_cast<float>(b & 0xF);
+    hi.v[l] = static_cast<float>(b >> 4);
   }
 }
+inline void prefetch(const int8_t*) {}
 #endif
 
-#if defined(PT2Q_VEC_AVX512)
-// 4-bit: a 16-byte chunk row widens to 16 int32 lanes; the low nibbles are k-values 0..15 of
-// the chunk and the high nibbles 16..31.
-template <int MX>
-void w4Block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
-              const float* scales, int64_t s_stride, float* out) {
-  constexpr int64_t kC = 2 * kChunk;
-  const __m512i low = _mm512_set1_epi32(0xF);
-  __m512 total[MX][kRows];
-  for (auto& row : total) for (auto& t : row) t = _mm512_setzero_ps();
+// ---- decoding one row's chunk into fp32 vectors, each with the x offset it multiplies ----------
+constexpr int kBytesPerVec = V::kLanes;  // one byte per lane for both widths
+
+// int8: 16 k-values per chunk row, one code a byte.
+struct DecodeI8 {
+  static constexpr int64_t kChunkK = 16;
+  static constexpr int kVecs = kRowBytes / kBytesPerVec;
+  static void decode(const int8_t* row, V* out, int64_t* x_off) {
+    for (int h = 0; h < kVecs; ++h) {
+      out[h] = widenI8(row + h * kBytesPerVec);
+      x_off[h] = h * kBytesPerVec;
+    }
+  }
+};
+
+// int4: 32 k-values per chunk row; byte l holds k = l (low nibble) and k = 16 + l (high).
+struct DecodeI4 {
+  static constexpr int64_t kChunkK = 32;
+  static constexpr int kVecs = 2 * kRowBytes / kBytesPerVec;
+  static void decode(const int8_t* row, V* out, int64_t* x_off) {
+    for (int h = 0; h < kVecs / 2; ++h) {
+      widenNibbles(row + h * kBytesPerVec, out[2 * h], out[2 * h + 1]);
+      x_off[2 * h] = h * kBytesPerVec;
+      x_off[2 * h + 1] = kRowBytes + h * kBytesPerVec;
+    }
+  }
+};
+
+template <int MX, class Decode>
+void block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
+            const float* scales, int64_t s_stride, float* out) {
+  V total[MX][kRows];
+  for (auto& row : total) for (auto& t : row) t = V::zero();
   for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
-    __m512 acc[MX][kRows];
-    for (auto& row : acc) for (auto& a : row) a = _mm512_setzero_ps();
+    V acc[MX][kRows];
+    for (auto& row : acc) for (auto& a : row) a = V::zero();
     const int64_t c1 = std::min(c0 + group_chunks, chunks);
     for (int64_t c = c0; c < c1; ++c) {
-      const int8_t* wc = w + c * kRows * kChunk;
-      _mm_prefetch(reinterpret_cast<const char*>(wc + 48 * kRows * kChunk), _MM_HINT_T0);
-      __m512 lo[kRows], hi[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wc + r * kChunk)));
-        lo[r] = _mm512_cvtepi32_ps(_mm512_and_si512(b, low));
-        hi[r] = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
-      }
+      const int8_t* wc = w + c * kRows * kRowBytes;
+      prefetch(wc + 48 * kRows * kRowBytes);  // 3 KiB ahead in the block's stream
+      V wv[kRows][Decode::kVecs];
+      int64_t off[Decode::kVecs];
+      for (int r = 0; r < kRows; ++r) Decode::decode(wc + r * kRowBytes, wv[r], off);
       for (int m = 0; m < MX; ++m) {
-        const __m512 xl = _mm512_loadu_ps(x + m * x_stride + c * kC);
-        const __m512 xh = _mm512_loadu_ps(x + m * x_stride + c * kC + kChunk);
-        for (int r = 0; r < kRows; ++r) acc[m][r] = _mm512_fmadd_ps(hi[r], xh, _mm512_fmadd_ps(lo[r], xl, acc[m][r]));
-      }
-    }
-    for (int r = 0; r < kRows; ++r) {
-      const __m512 s = _mm512_set1_ps(scales[r * s_stride + g]);
-      for (int m = 0; m < MX; ++m) total[m][r] = _mm512_fmadd_ps(acc[m][r], s, total[m][r]);
-    }
-  }
-  for (int m = 0; m < MX; ++m) {
-    for (int r = 0; r < kRows; ++r) out[m * kRows + r] = _mm512_reduce_add_ps(total[m][r]);
-  }
-}
-#elif defined(PT2Q_VEC_AVX2)
-template <int MX>
-void w4Block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
-              const float* scales, int64_t s_stride, float* out) {
-  constexpr int64_t kC = 2 * kChunk;
-  const __m256i low = _mm256_set1_epi32(0xF);
-  __m256 total[MX][kRows];
-  for (auto& row : total) for (auto& t : row) t = _mm256_setzero_ps();
-  for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
-    __m256 acc[MX][kRows];
-    for (auto& row : acc) for (auto& a : row) a = _mm256_setzero_ps();
-    const int64_t c1 = std::min(c0 + group_chunks, chunks);
-    for (int64_t c = c0; c < c1; ++c) {
-      const int8_t* wc = w + c * kRows * kChunk;
-      for (int h = 0; h < 2; ++h) {  // bytes 0-7, then 8-15 of each chunk row
-        __m256 lo[kRows], hi[kRows];
-        for (int r = 0; r < kRows; ++r) {
-          const __m256i b =
-              _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(wc + r * kChunk + 8 * h)));
-          lo[r] = _mm256_cvtepi32_ps(_mm256_and_si256(b, low));
-          hi[r] = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
-        }
-        for (int m = 0; m < MX; ++m) {
-          const __m256 xl = _mm256_loadu_ps(x + m * x_stride + c * kC + 8 * h);
-          const __m256 xh = _mm256_loadu_ps(x + m * x_stride + c * kC + kChunk + 8 * h);
-          for (int r = 0; r < kRows; ++r) {
-            acc[m][r] = _mm256_fmadd_ps(hi[r], xh, _mm256_fmadd_ps(lo[r], xl, acc[m][r]));
-          }
+        const float* xc = x + m * x_stride + c * Decode::kChunkK;
+        for (int h = 0; h < Decode::kVecs; ++h) {
+          const V xv = V::load(xc + off[h]);
+          for (int r = 0; r < kRows; ++r) acc[m][r] = V::fma(wv[r][h], xv, acc[m][r]);
         }
       }
     }
     for (int r = 0; r < kRows; ++r) {
-      const __m256 s = _mm256_set1_ps(scales[r * s_stride + g]);
-      for (int m = 0; m < MX; ++m) total[m][r] = _mm256_fmadd_ps(acc[m][r], s, total[m][r]);
+      const V s = V::set1(scales[r * s_stride + g]);
+      for (int m = 0; m < MX; ++m) total[m][r] = V::fma(acc[m][r], s, total[m][r]);
     }
   }
   for (int m = 0; m < MX; ++m) {
-    for (int r = 0; r < kRows; ++r) out[m * kRows + r] = hsum256(total[m][r]);
-  }
-}
-#else
-template <int MX>
-void w4Block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
-              const float* scales, int64_t s_stride, float* out) {
-  constexpr int64_t kC = 2 * kChunk;
-  for (int m = 0; m < MX; ++m) {
-    for (int r = 0; r < kRows; ++r) {
-      float total[kChunk] = {};
-      for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
-        float acc[kChunk] = {};
-        const int64_t c1 = std::min(c0 + group_chunks, chunks);
-        for (int64_t c = c0; c < c1; ++c) {
-          const auto* wc = reinterpret_cast<const uint8_t*>(w + c * kRows * kChunk + r * kChunk);
-          const float* xc = x + m * x_stride + c * kC;
-          for (int64_t l = 0; l < kChunk; ++l) {
-            acc[l] += static_cast<float>(wc[l] & 0xF) * xc[l];
-            acc[l] += static_cast<float>(wc[l] >> 4) * xc[kChunk + l];
-          }
-        }
-        for (int64_t l = 0; l < kChunk; ++l) total[l] += acc[l] * scales[r * s_stride + g];
-      }
-      float sum = 0.0f;
-      for (float t : total) sum += t;
-      out[m * kRows + r] = sum;
-    }
-  }
-}
-#endif
-
-void w4Block4Any(const int8_t* w, const float* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
-                 int64_t group_chunks, const float* scales, int64_t s_stride, float* out) {
-  if (x_rows == 2) {
-    w4Block4<2>(w, x, x_stride, chunks, group_chunks, scales, s_stride, out);
-  } else {
-    w4Block4<1>(w, x, x_stride, chunks, group_chunks, scales, s_stride, out);
+    for (int r = 0; r < kRows; ++r) out[m * kRows + r] = V::sum(total[m][r]);
   }
 }
 
-void w8Block4Any(const int8_t* w, const float* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
-                 int64_t group_chunks, const float* scales, int64_t s_stride, float* out) {
+template <class Decode>
+void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
+                int64_t group_chunks, const float* scales, int64_t s_stride, float* out) {
   if (x_rows == 2) {
-    w8Block4<2>(w, x, x_stride, chunks, group_chunks, scales, s_stride, out);
+    block4<2, Decode>(w, x, x_stride, chunks, group_chunks, scales, s_stride, out);
   } else {
-    w8Block4<1>(w, x, x_stride, chunks, group_chunks, scales, s_stride, out);
+    block4<1, Decode>(w, x, x_stride, chunks, group_chunks, scales, s_stride, out);
   }
 }
 
 inline LinearKernels makeLinearTable(Isa isa, const char* name) {
-  return LinearKernels{isa, name, &w8Block4Any, &w4Block4Any};
+  return LinearKernels{isa, name, &block4Rows<DecodeI8>, &block4Rows<DecodeI4>};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS
