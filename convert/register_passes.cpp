@@ -1,5 +1,6 @@
 // The passes of convert/ in the pass registry (pt2q-opt, runPasses). observers-to-qdq needs
 // qparams from Python observers and is called directly instead.
+#include "convert/lower_to_native.h"
 #include "convert/observers_to_qdq.h"
 #include "convert/reference_representation.h"
 #include "graph/pass.h"
@@ -39,6 +40,16 @@ class FoldQuantizePass final : public Pass {
   }
 };
 
+class LowerToNativePass final : public Pass {
+ public:
+  PassResult run(Graph& g) override {
+    PassResult r;
+    r.num_rewrites = lowerToNative(g, {});
+    r.changed = r.num_rewrites > 0;
+    return r;
+  }
+};
+
 class ReferenceRepresentationPass final : public Pass {
  public:
   PassResult run(Graph& g) override {
@@ -58,6 +69,8 @@ void registerConvertPasses(PassRegistry& registry) {
                 [] { return std::make_unique<PortMetadataPass>(); }});
   registry.add({"fold-quantize", "Fold quantize ops on constant weights into _frozen_param constants",
                 [] { return std::make_unique<FoldQuantizePass>(); }});
+  registry.add({"lower-to-native", "Weight-only int8 linears (dq_per_channel -> linear) into pt2q.linear_w8a16",
+                [] { return std::make_unique<LowerToNativePass>(); }});
   registry.add({"reference-representation",
                 "int8 quantize/dequantize patterns as integer arithmetic (use_reference_representation)",
                 [] { return std::make_unique<ReferenceRepresentationPass>(); }});

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "convert/lower_to_native.h"
 #include "convert/observers_to_qdq.h"
 #include "convert/reference_representation.h"
 #include "graph/ir_text.h"
@@ -57,6 +58,8 @@ void bindConvert(py::module_& m) {
   m.def("duplicate_dq", &duplicateDequantize, py::arg("graph"), py::arg("annotated"));
   m.def("port_metadata", &portQDQMetadata, py::arg("graph"));
   m.def("fold_quantize", &foldQuantize, py::arg("graph"), py::arg("taken"));
+  m.def("lower_to_native", &lowerToNative, py::arg("graph"), py::arg("taken"),
+        "rewrites weight-only int8 linears into pt2q.linear_w8a16; returns how many");
   m.def("reference_representation", &rewriteToReferenceRepresentation, py::arg("graph"),
         "rewrites int8 quantize/dequantize patterns into integer arithmetic; returns rewrites per pattern");
 }

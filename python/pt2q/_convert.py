@@ -95,13 +95,31 @@ def _record(obs, where: str) -> dict:
     return {"kind": "remove"}
 
 
-def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quantize: bool) -> fx.GraphModule:
+def _observe_constant_weights(model: fx.GraphModule, modules: dict) -> None:
+    """Observers that calibration never reached but that observe a constant (a weight, as in
+    weight-only and dynamic schemes) see it now, on a copy: such schemes need no calibration."""
+    for n in model.graph.nodes:
+        obs = modules.get(n.target) if n.op == "call_module" else None
+        src = n.args[0] if n.args else None
+        if not _is_observer(obs) or not _unobserved(obs) or not isinstance(src, fx.Node) or src.op != "get_attr":
+            continue
+        value = model
+        for part in src.target.split("."):
+            value = getattr(value, part, None)
+        if isinstance(value, torch.Tensor):
+            modules[n.target] = copy.deepcopy(obs)
+            modules[n.target](value)
+
+
+def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quantize: bool,
+            lower_to_native: bool = False) -> fx.GraphModule:
     import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers torch.ops.quantized_decomposed)
 
     if use_reference_representation:
         import torch._higher_order_ops.out_dtype  # noqa: F401  (registers torch.ops.higher_order.out_dtype)
     original, model = model, _self_convert(model)
     modules = dict(model.named_modules(remove_duplicate=False))
+    _observe_constant_weights(model, modules)
     # The device of the model's own constants (observers keep their statistics on the CPU).
     devices = set()
     for n in model.graph.nodes:
@@ -131,6 +149,8 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
         _cconv.fold_quantize(g, taken)
     if use_reference_representation:
         _cconv.reference_representation(g)
+    if lower_to_native:
+        _cconv.lower_to_native(g, taken)
     converted = _graph.to_fx(g)
     converted.meta.update(model.meta)
     converted.meta.pop("_observed_graph_module_attrs", None)

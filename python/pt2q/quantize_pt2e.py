@@ -190,7 +190,10 @@ def prepare_qat_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
 
 
 def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = False,
-                 fold_quantize: bool = True) -> fx.GraphModule:
+                 fold_quantize: bool = True, *, lower_to_native: bool = False) -> fx.GraphModule:
+    """torchao's convert_pt2e. pt2q's own keyword `lower_to_native=True` also rewrites weight-only
+    int8 linears into pt2q's native ops (``pt2q.linear_w8a16``, the weight packed now); chains
+    it does not match stay quantize/dequantize."""
     from pt2q._convert import ConvertError, convert
 
     if not isinstance(use_reference_representation, bool):
@@ -198,12 +201,16 @@ def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = Fal
                          f"using keyword args, got {type(use_reference_representation).__name__}")
     if not isinstance(fold_quantize, bool):
         raise ValueError(f"fold_quantize must be a bool, got {type(fold_quantize).__name__}")
+    if lower_to_native and (use_reference_representation or not fold_quantize):
+        raise ValueError("lower_to_native=True needs fold_quantize=True (the weights are packed from their "
+                         "folded int8 codes) and use_reference_representation=False")
     _check_exported(model, "convert_pt2e")
     with warnings.catch_warnings():
-        converted = convert(model, use_reference_representation, fold_quantize)
+        converted = convert(model, use_reference_representation, fold_quantize, lower_to_native)
     for path, loop in _loop_bodies(converted).items():  # each prepared body is converted as a model of its own
         try:
-            body = convert_pt2e(model.get_submodule(path), use_reference_representation, fold_quantize)
+            body = convert_pt2e(model.get_submodule(path), use_reference_representation, fold_quantize,
+                                lower_to_native=lower_to_native)
         except ConvertError as e:
             if loop.target is torch.ops.higher_order.scan and "saw no data" in str(e):
                 raise ConvertError(f"in the combine_fn of %{loop.name} ({path}): {e}. torch runs a scan's body "

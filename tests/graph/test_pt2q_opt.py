@@ -40,7 +40,7 @@ def test_pipeline_from_stdin_with_ir_after_each_pass():
 def test_unknown_pass_names_the_known_ones():
     r = run("-", "--passes=simplfy")
     assert r.returncode == 1
-    assert "unknown pass 'simplfy'; the passes are: dead-code-elimination, duplicate-dq, fold-batch-norm, fold-quantize, port-qdq-metadata, reference-representation, simplify" in r.stderr
+    assert "unknown pass 'simplfy'; the passes are: dead-code-elimination, duplicate-dq, fold-batch-norm, fold-quantize, lower-to-native, port-qdq-metadata, reference-representation, simplify" in r.stderr
 
 
 def test_rewrite_log_gives_the_reason_of_each_failed_match():

@@ -1,0 +1,114 @@
+"""convert_pt2e(..., lower_to_native=True) with Int8WeightOnlyQuantizer: every linear becomes
+pt2q.linear_w8a16 with its weight packed at convert time (no dequantize left, no float or int8
+copy of the weight kept), without calibration; outputs equal the unlowered q/dq model within
+the bound of fp32 summation; weight qparams are torch.ao's per-channel observer's; module
+filters; static graphs lower their weights and keep activation q/dq; export and compile."""
+
+import pytest
+import torch
+from torch import nn
+
+import pt2q
+from pt2q.quantizer import Int8WeightOnlyQuantizer, XNNPACKQuantizer, get_symmetric_quantization_config
+
+P = torch.ops.pt2q
+QD = torch.ops.quantized_decomposed
+EPS32 = 2.0 ** -24
+
+
+def _targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def _flow(model, args, quantizer, calibrate=False):
+    p = pt2q.prepare_pt2e(torch.export.export(model, args).module(), quantizer)
+    if calibrate:
+        p(*args)
+    return pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("shape", [(3, 64), (2, 5, 33), (1, 130)])
+def test_one_linear_lowers_and_matches_the_qdq_model(shape, bias):
+    torch.manual_seed(0)
+    k = shape[-1]
+    model = nn.Linear(k, 37, bias=bias).eval()
+    x = torch.randn(*shape)
+    qdq, low = _flow(model, (x,), Int8WeightOnlyQuantizer())
+    assert _targets(low).count(P.linear_w8a16.default) == 1
+    assert not any("quantized_decomposed" in str(t) for t in _targets(low))
+    assert not any(n.startswith("_frozen_param") for n, _ in low.named_buffers())  # no int8 copy kept
+    # the dequantized weight the q/dq model uses, and the bound of two fp32 sums in any order
+    dq = next(n for n in qdq.graph.nodes if n.target == QD.dequantize_per_channel.default)
+    w = QD.dequantize_per_channel.default(*[getattr(qdq, a.target) if isinstance(a, torch.fx.Node) else a
+                                            for a in dq.args])
+    terms = x.abs() @ w.abs().t() + (model.bias.abs() if bias else 0)
+    err = (low(x) - qdq(x)).abs()
+    assert bool((err <= 2 * (k + 2) * EPS32 * terms + 1e-30).all())
+
+
+def test_weight_qparams_are_torch_aos_per_channel_observer():
+    torch.manual_seed(0)
+    model = nn.Linear(48, 20).eval()
+    _, low = _flow(model, (torch.randn(2, 48),), Int8WeightOnlyQuantizer())
+    ref = torch.ao.quantization.PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8, quant_min=-127, quant_max=127,
+                                                        qscheme=torch.per_channel_symmetric, eps=2 ** -12)
+    ref(model.weight.detach())
+    scale, _ = ref.calculate_qparams()
+    node = next(n for n in low.graph.nodes if n.target == P.linear_w8a16.default)
+    assert torch.equal(getattr(low, node.args[2].target), scale)
+    assert node.args[3] is None  # symmetric: zero points all zero, dropped
+    codes = torch.clamp(torch.round(model.weight.detach() / scale[:, None]), -127, 127).to(torch.int8)
+    assert torch.equal(getattr(low, node.args[1].target), P.pack_weight_int8(codes))
+
+
+class TwoLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(32, 64)
+        self.b = nn.Linear(64, 16)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_module_filter_lowers_only_the_selected_linear():
+    torch.manual_seed(0)
+    x = torch.randn(4, 32)
+    _, low = _flow(TwoLayers().eval(), (x,), Int8WeightOnlyQuantizer().set_module_name("b"))
+    targets = _targets(low)
+    assert targets.count(P.linear_w8a16.default) == 1 and targets.count(torch.ops.aten.linear.default) == 1
+    _, low = _flow(TwoLayers().eval(), (x,), Int8WeightOnlyQuantizer().set_module_type(nn.Linear))
+    assert _targets(low).count(P.linear_w8a16.default) == 2
+
+
+def test_static_graph_lowers_weights_and_keeps_activation_qdq():
+    torch.manual_seed(0)
+    x = torch.randn(4, 32)
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    qdq, low = _flow(TwoLayers().eval(), (x,), q, calibrate=True)
+    targets = _targets(low)
+    assert targets.count(P.linear_w8a16.default) == 2
+    assert QD.quantize_per_tensor.default in targets and QD.dequantize_per_channel.default not in targets
+    torch.testing.assert_close(low(x), qdq(x), rtol=1e-5, atol=1e-5)
+
+
+def test_lowered_model_exports_and_compiles():
+    torch.manual_seed(0)
+    x = torch.randn(4, 32)
+    _, low = _flow(TwoLayers().eval(), (x,), Int8WeightOnlyQuantizer())
+    ep = torch.export.export(low, (x,))
+    assert "pt2q.linear_w8a16.default" in {str(n.target) for n in ep.graph.nodes}
+    assert torch.equal(ep.module()(x), low(x))
+    assert torch.equal(torch.compile(low)(x), low(x))
+
+
+def test_arguments_are_checked():
+    p = pt2q.prepare_pt2e(torch.export.export(nn.Linear(8, 4).eval(), (torch.randn(1, 8),)).module(),
+                          Int8WeightOnlyQuantizer())
+    with pytest.raises(ValueError, match="lower_to_native=True needs fold_quantize=True"):
+        pt2q.convert_pt2e(p, fold_quantize=False, lower_to_native=True)
+    with pytest.raises(ValueError, match="use_reference_representation=False"):
+        pt2q.convert_pt2e(p, use_reference_representation=True, lower_to_native=True)
+    with pytest.raises(TypeError, match="set_module_name takes a module path"):
+        Int8WeightOnlyQuantizer().set_module_name(3)
