@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import pt2q
-from pt2q.quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
+from pt2q.quantizer import Int8WeightOnlyQuantizer, XNNPACKQuantizer, get_symmetric_quantization_config
 
 
 class DigitsCNN(nn.Module):
@@ -115,16 +115,23 @@ def main():
     batch = torch.export.Dim("batch", min=1, max=4096)
     exported = torch.export.export(model, example, dynamic_shapes=({0: batch},)).module()
     rows = [("fp32 (exported)", exported)]
-    for name, config in [("int8 static, per-channel", get_symmetric_quantization_config(is_per_channel=True)),
-                         ("int8 dynamic (linear)", get_symmetric_quantization_config(is_per_channel=True,
-                                                                                     is_dynamic=True))]:
+    schemes = [
+        ("int8 static, per-channel", XNNPACKQuantizer().set_global(
+            get_symmetric_quantization_config(is_per_channel=True)), True, False),
+        ("int8 dynamic (linear)", XNNPACKQuantizer().set_global(
+            get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)), True, False),
+        # weight-only: no calibration; the linears run pt2q's native W8A16 kernel
+        ("int8 weight-only, native", Int8WeightOnlyQuantizer(), False, True),
+    ]
+    for name, quantizer, needs_data, native in schemes:
         print(f"{name}:")
         t = time.perf_counter()
-        prepared = pt2q.prepare_pt2e(copy.deepcopy(exported), XNNPACKQuantizer().set_global(config))
+        prepared = pt2q.prepare_pt2e(copy.deepcopy(exported), quantizer)
         t_prepare = time.perf_counter() - t
-        calibrate(prepared, trainset[0])
+        if needs_data:
+            calibrate(prepared, trainset[0])
         t = time.perf_counter()
-        converted = pt2q.convert_pt2e(prepared)
+        converted = pt2q.convert_pt2e(prepared, lower_to_native=native)
         print(f"  prepare {t_prepare * 1e3:.0f} ms, convert {(time.perf_counter() - t) * 1e3:.0f} ms")
         rows.append((name, converted))
 
@@ -145,8 +152,9 @@ def main():
                 except Exception as e:  # Inductor's own lowering of the q/dq patterns
                     line += f" {'Inductor: ' + type(e).__name__:>18}"
         print(line)
-    print("\nbatch 64, all threads. Eager runs the reference quantize/dequantize ops, so it is slower than\n"
-          "float until pt2q lowers them to native quantized kernels; --compile lets Inductor fuse them\n"
+    print("\nbatch 64, all threads. The static and dynamic rows run the reference quantize/dequantize ops\n"
+          "eagerly; the weight-only row runs its linears as pt2q.linear_w8a16 (convert_pt2e(...,\n"
+          "lower_to_native=True)) with the convolutions in float; --compile lets Inductor fuse the q/dq\n"
           "(torch 2.13's Inductor cannot lower dq -> max_pool2d -> q on CPU tensors).")
 
 
