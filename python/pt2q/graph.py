@@ -376,6 +376,9 @@ def to_fx(g: Graph) -> fx.GraphModule:
             new.meta = dict(fx_meta[n.name])
         elif n.nn_module_stack:
             new.meta["nn_module_stack"] = {k: (p, t) for k, p, t in n.nn_module_stack}
+        if (n.kind == "call_module" and n.target.startswith("activation_post_process_") and "val" not in new.meta
+                and args and isinstance(args[0], fx.Node) and "val" in args[0].meta):
+            new.meta["val"] = args[0].meta["val"]  # an observer returns its input (torch 2.11's loops read it)
         # what passes may have ported onto the node (port-qdq-metadata)
         if n.stack_trace:
             new.meta["stack_trace"] = n.stack_trace
