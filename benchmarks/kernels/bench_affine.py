@@ -22,7 +22,7 @@ import torch.ao.quantization.fx._decomposed  # noqa: F401
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
-from registry import Case, measure_bandwidth, report, run  # noqa: E402
+from registry import Case, bandwidth_line, measure_bandwidth, report, run  # noqa: E402
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
@@ -132,8 +132,7 @@ def main():
         shapes.append(((16384, 4096), "16384x4096"))
     print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {platform.processor() or platform.machine()}, "
           f"{torch.get_num_threads()} threads, CPU kernels: {pt2q._C.info.cpu_isa()}")
-    print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
-          + f"; using {bw / 1e9:.1f} GB/s")
+    print(bandwidth_line(bw, probes))
     malloc = "default glibc" if os.environ.get("PT2Q_BENCH_DEFAULT_MALLOC") else "glibc with freed memory kept"
     print(f"# allocator: {malloc} (PT2Q_BENCH_DEFAULT_MALLOC=1 for the default); % BW = bytes moved / time / bandwidth")
     rows = []

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402,F401
 from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
-from registry import Case, measure_bandwidth, report, run  # noqa: E402
+from registry import Case, bandwidth_line, measure_bandwidth, report, run  # noqa: E402
 
 P = torch.ops.pt2q
 SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008)]  # (N, K)
@@ -119,8 +119,7 @@ def main():
     bw, probes = measure_bandwidth()
     print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"CPU kernels: {pt2q._C.info.cpu_isa()}")
-    print("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
-          + f"; using {bw / 1e9:.1f} GB/s")
+    print(bandwidth_line(bw, probes))
     shapes, rows = (SHAPES[:1], [1, 16, 256]) if args.quick else (SHAPES, ROWS)
     dtypes = (torch.float32, torch.bfloat16)
     table = run(cases(Scheme(8), shapes, rows, dtypes) + cases(Scheme(4), shapes, rows, dtypes), bw,

@@ -55,6 +55,12 @@ def measure_bandwidth(nbytes=256 << 20, min_time_s=0.5, repeats=7, stat=statisti
     return max(probes.values()), probes
 
 
+def bandwidth_line(bandwidth, probes) -> str:
+    """The header line every benchmark prints for measure_bandwidth's result."""
+    return ("# measured memory bandwidth: " + ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in probes.items())
+            + f"; using {bandwidth / 1e9:.1f} GB/s")
+
+
 def run(cases, bandwidth, adjacent_probe=False):
     """Times every case. With adjacent_probe, each group is bracketed by bandwidth probes (a
     shared VM's bandwidth and speed drift by tens of percent within minutes, so the probes next

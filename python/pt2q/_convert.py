@@ -95,6 +95,14 @@ def _record(obs, where: str) -> dict:
     return {"kind": "remove"}
 
 
+def _attr(model: fx.GraphModule, path: str):
+    """What a get_attr node's dotted path names on `model` (None when it names nothing)."""
+    value = model
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
 def _observe_constant_weights(model: fx.GraphModule, modules: dict) -> None:
     """Observers that calibration never reached but that observe a constant (a weight, as in
     weight-only and dynamic schemes) see it now, on a copy: such schemes need no calibration."""
@@ -103,9 +111,7 @@ def _observe_constant_weights(model: fx.GraphModule, modules: dict) -> None:
         src = n.args[0] if n.args else None
         if not _is_observer(obs) or not _unobserved(obs) or not isinstance(src, fx.Node) or src.op != "get_attr":
             continue
-        value = model
-        for part in src.target.split("."):
-            value = getattr(value, part, None)
+        value = _attr(model, src.target)
         if isinstance(value, torch.Tensor):
             modules[n.target] = copy.deepcopy(obs)
             modules[n.target](value)
@@ -123,12 +129,8 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
     # The device of the model's own constants (observers keep their statistics on the CPU).
     devices = set()
     for n in model.graph.nodes:
-        if n.op == "get_attr":
-            t = model
-            for part in n.target.split("."):
-                t = getattr(t, part, None)
-            if isinstance(t, torch.Tensor):
-                devices.add(t.device)
+        if n.op == "get_attr" and isinstance(t := _attr(model, n.target), torch.Tensor):
+            devices.add(t.device)
     device = devices.pop() if len(devices) == 1 else torch.device("cpu")
     records: dict[str, dict] = {}
     for n in model.graph.nodes:
