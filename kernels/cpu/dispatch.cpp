@@ -37,7 +37,8 @@ const AffineKernels& tableFor(Isa isa) {
 }
 
 // PT2Q_CPU_ISA caps the ISA; unknown values are an error rather than a silent fallback.
-// avx512_bf16 (the default cap) also lets the MX kernels use AVX512_BF16; avx512 keeps them off it.
+// avx512_bf16 (the default cap) also lets the MX kernels use AVX512_BF16 and the int8 linear
+// kernels AVX512_VNNI; avx512 keeps them off both.
 Isa maxAllowedIsa() {
   const char* env = std::getenv("PT2Q_CPU_ISA");
   if (env == nullptr || *env == '\0') return Isa::kAvx512;
@@ -56,6 +57,14 @@ bool bf16Allowed() {
 bool cpuHasBf16() {
 #if defined(__x86_64__) || defined(_M_X64)
   return cpuHas(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+bool cpuHasVnni() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return cpuHas(Isa::kAvx512) && __builtin_cpu_supports("avx512vnni");
 #else
   return false;
 #endif
@@ -92,7 +101,7 @@ const LinearKernels& linearKernels() {
   static const LinearKernels* chosen = [] {
     switch (affineKernels().isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-      case Isa::kAvx512: return &linearKernelsAvx512();
+      case Isa::kAvx512: return bf16Allowed() && cpuHasVnni() ? &linearKernelsAvx512Vnni() : &linearKernelsAvx512();
       case Isa::kAvx2: return &linearKernelsAvx2();
 #endif
       default: return &linearKernelsGeneric();
@@ -106,6 +115,7 @@ std::vector<const LinearKernels*> availableLinearKernels() {
 #if defined(__x86_64__) || defined(_M_X64)
   if (cpuHas(Isa::kAvx2)) out.push_back(&linearKernelsAvx2());
   if (cpuHas(Isa::kAvx512)) out.push_back(&linearKernelsAvx512());
+  if (cpuHasVnni()) out.push_back(&linearKernelsAvx512Vnni());
 #endif
   return out;
 }

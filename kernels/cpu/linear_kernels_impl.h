@@ -180,8 +180,22 @@ void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_row
   }
 }
 
+}  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS
+
+#include "kernels/cpu/linear_int8_impl.h"
+
+namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
+
 inline LinearKernels makeLinearTable(Isa isa, const char* name) {
-  return LinearKernels{isa, name, &block4Rows<DecodeI8>, &block4Rows<DecodeI4>};
+  return LinearKernels{isa,
+                       name,
+                       &block4Rows<DecodeI8>,
+                       &block4Rows<DecodeI4>,
+                       &quantizeRowsI8,
+                       &weightSums<WI8>,
+                       &weightSums<WI4>,
+                       &dotPanel<WI8>,
+                       &dotPanel<WI4>};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

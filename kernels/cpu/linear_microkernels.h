@@ -21,11 +21,35 @@ using LinearW8Block4Fn = void (*)(const int8_t* w, const float* x, int64_t x_str
 /// u = v + 8, and out = sum_g s * sum u * x (the caller subtracts s * (8 + zp) * sum x).
 using LinearW4Block4Fn = LinearW8Block4Fn;
 
+/// Per-token asymmetric int8 quantization of `rows` fp32 rows of length k (quantized_decomposed's
+/// choose_qparams_per_token_asymmetric + quantize_per_token, bit for bit): codes stored as
+/// xu = q + 128, scales (fp64, the fp32 scale widened) and zero points per row. Returns the first
+/// row holding NaN or Inf (its outputs unset), or -1.
+using QuantizeRowsI8Fn = int64_t (*)(const float* x, int64_t rows, int64_t k, int64_t x_stride, uint8_t* xu,
+                                     int64_t xu_stride, double* scales, int32_t* zero_points);
+/// Per-group lane sums of the signed weights of `blocks` packed blocks (int8 "n4k16" or int4
+/// "n4k32", nibbles read as u - 8): sums[(b * groups + g) * 16 + r * 4 + j] sums bytes
+/// 4j..4j+3 of row r's 16-byte slice over the group's chunks. Input to the dot panels.
+using LinearWeightSumsFn = void (*)(const int8_t* w, int64_t blocks, int64_t chunks, int64_t group_chunks,
+                                    int32_t* sums);
+/// `rows` rows of xu (padded to chunks * chunk k-values, `xu_stride` apart) against `blocks`
+/// consecutive blocks: out[m * out_stride + 4b + r] = sum_g scales4[(b * groups + g) * 4 + r] *
+/// (sum_{k in g} xu[m][k] w[4b + r][k] - zx[m] * sum_{k in g} w[4b + r][k]), the integer part exact
+/// in int32, one fp32 conversion per group. With zx = zero point + 128 that is sum_g s (q - zp) w.
+using LinearDotPanelFn = void (*)(const int8_t* w, int64_t blocks, int64_t chunks, int64_t group_chunks,
+                                  const uint8_t* xu, int64_t xu_stride, int64_t rows, const int32_t* zx,
+                                  const float* scales4, const int32_t* sums, float* out, int64_t out_stride);
+
 struct LinearKernels {
   Isa isa;
   const char* name;
   LinearW8Block4Fn w8_block4;
   LinearW4Block4Fn w4_block4;
+  QuantizeRowsI8Fn quantize_rows_i8;
+  LinearWeightSumsFn w8_sums;
+  LinearWeightSumsFn w4_sums;
+  LinearDotPanelFn w8_dot;
+  LinearDotPanelFn w4_dot;
 };
 
 /// The table for this CPU (the affine kernels' ISA).
@@ -37,6 +61,8 @@ const LinearKernels& linearKernelsGeneric();
 #if defined(__x86_64__) || defined(_M_X64)
 const LinearKernels& linearKernelsAvx2();
 const LinearKernels& linearKernelsAvx512();
+/// AVX-512 with VNNI (`vpdpbusd`) for the int8-activation kernels.
+const LinearKernels& linearKernelsAvx512Vnni();
 #endif
 
 }  // namespace pt2q::cpu

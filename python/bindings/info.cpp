@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/affine_microkernels.h"
+#include "kernels/cpu/linear_microkernels.h"
 #include "kernels/cpu/mx_microkernels.h"
 #include "proto/file_header.h"
 
@@ -25,6 +26,14 @@ void bindInfo(pybind11::module_& m) {
   m.def("available_mx_cpu_kernels", [] {
     std::vector<std::string> out;
     for (const auto* k : cpu::availableMxKernels()) out.emplace_back(k->name);
+    return out;
+  });
+  m.def("linear_cpu_kernels", [] { return std::string(cpu::linearKernels().name); },
+        "Kernels of the quantized linear ops in use (generic, avx2, avx512, avx512_vnni); PT2Q_CPU_ISA caps "
+        "them.");
+  m.def("available_linear_cpu_kernels", [] {
+    std::vector<std::string> out;
+    for (const auto* k : cpu::availableLinearKernels()) out.emplace_back(k->name);
     return out;
   });
   m.def("protobuf_version", &protobufVersion);

@@ -6,6 +6,7 @@
 
 #include "kernels/affine_ops.h"
 #include "kernels/int4_pack_args.h"
+#include "kernels/linear_dynamic.h"
 #include "kernels/linear_weight_only_args.h"
 #include "kernels/mx/mx_args.h"
 
@@ -83,7 +84,15 @@ void bindReference(py::module_& m) {
           },
           py::arg("input"), py::arg("packed_weight"), py::arg("scales"), py::arg("zero_points") = py::none(),
           py::arg("bias") = py::none());
+    m.def(bits == 8 ? "linear_w8a8" : "linear_w4a8",
+          [bits](const at::Tensor& x, const at::Tensor& p, const at::Tensor& s, const c10::optional<at::Tensor>& z,
+                 const c10::optional<at::Tensor>& b) {
+            return linearDynamicRef(bits == 8 ? "linear_w8a8" : "linear_w4a8", bits, x, p, s, z, b);
+          },
+          py::arg("input"), py::arg("packed_weight"), py::arg("scales"), py::arg("zero_points") = py::none(),
+          py::arg("bias") = py::none());
   }
+  m.def("quantize_per_token_int8", [](const at::Tensor& x) { return quantizePerTokenRef(x); }, py::arg("input"));
 }
 
 }  // namespace pt2q::python

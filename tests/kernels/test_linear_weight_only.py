@@ -121,25 +121,32 @@ def test_extreme_codes_and_zero_input():
 
 
 SCRIPT = r"""
-import sys, torch, pt2q
-from tests.kernels.test_linear_weight_only import make, check
-assert pt2q._C.info.cpu_isa() == sys.argv[1], pt2q._C.info.cpu_isa()
+import importlib, sys, torch, pt2q
+t = importlib.import_module(sys.argv[3])
+assert pt2q._C.info.linear_cpu_kernels() == sys.argv[2], pt2q._C.info.linear_cpu_kernels()
 for bits in (8, 4):
-    for m in (1, 2, 3, 40):
+    for m in (1, 2, 3, 6, 40):
         for groups in (0, 4):
-            check(*make(37, 128, groups, True, True, torch.float32, (m,), seed=m, bits=bits), bits=bits)
+            t.check(*t.make(37, 128, groups, True, True, torch.float32, (m,), seed=m, bits=bits), bits=bits)
 print("ok")
 """
+ISA_CASES = [("generic", "generic"), ("avx2", "avx2"), ("avx512", "avx512"), ("avx512_bf16", "avx512_vnni")]
 
 
-@pytest.mark.parametrize("isa", ["generic", "avx2", "avx512"])
-def test_every_isa_kernel(isa):
-    if isa != "generic" and isa not in _C.info.available_cpu_isas():
-        pytest.skip(f"this CPU has no {isa}")
+def run_under_isa(module, cap, kernels):
+    """`module`'s make/check on several shapes in a process whose PT2Q_CPU_ISA is `cap`, which must
+    pick the linear kernel table `kernels`."""
+    if kernels not in _C.info.available_linear_cpu_kernels():
+        pytest.skip(f"this CPU cannot run the {kernels} linear kernels")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-c", SCRIPT, isa], capture_output=True, text=True, cwd=root,
-                       env=dict(os.environ, PT2Q_CPU_ISA=isa), timeout=120)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, cap, kernels, module], capture_output=True, text=True,
+                       cwd=root, env=dict(os.environ, PT2Q_CPU_ISA=cap), timeout=120)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("cap,kernels", ISA_CASES)
+def test_every_isa_kernel(cap, kernels):
+    run_under_isa("tests.kernels.test_linear_weight_only", cap, kernels)
 
 
 @pytest.mark.parametrize("bits", BITS)
@@ -151,11 +158,13 @@ def test_opcheck(bits):
     opcheck(linear.default, (x.to(torch.bfloat16), pack(w), s[:, 0].contiguous()))
 
 
-class WeightOnlyLinear(torch.nn.Module):
-    def __init__(self, w, s, b, bits):
+class PackedLinear(torch.nn.Module):
+    """pt2q.linear_w{bits}a{acts} over a weight packed at construction."""
+
+    def __init__(self, w, s, b, bits, acts=16):
         super().__init__()
-        pack, self.linear, _, _ = ops(bits)
-        self.register_buffer("packed", pack(w))
+        self.linear = getattr(P, f"linear_w{bits}a{acts}")
+        self.register_buffer("packed", getattr(P, f"pack_weight_int{bits}")(w))
         self.register_buffer("scales", s)
         self.register_buffer("bias", b)
 
@@ -163,14 +172,18 @@ class WeightOnlyLinear(torch.nn.Module):
         return self.linear(x, self.packed, self.scales, None, self.bias)
 
 
-@pytest.mark.parametrize("bits", BITS)
-def test_export_and_compile_match_eager(bits):
+def check_export_and_compile(bits, acts):
     w, s, _, b, x = make(24, 64, 0, False, True, torch.float32, (5,), bits=bits)
-    m = WeightOnlyLinear(w, s, b, bits)
+    m = PackedLinear(w, s, b, bits, acts)
     ep = torch.export.export(m, (x,))
-    assert f"pt2q.linear_w{bits}a16.default" in {str(n.target) for n in ep.graph.nodes}
+    assert f"pt2q.linear_w{bits}a{acts}.default" in {str(n.target) for n in ep.graph.nodes}
     assert torch.equal(ep.module()(x), m(x))
     assert torch.equal(torch.compile(m, fullgraph=True)(x), m(x))
+
+
+@pytest.mark.parametrize("bits", BITS)
+def test_export_and_compile_match_eager(bits):
+    check_export_and_compile(bits, 16)
 
 
 def test_errors_name_the_argument():
