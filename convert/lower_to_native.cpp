@@ -1,15 +1,31 @@
-// lower-to-native: weight-only quantized linears become pt2q's native ops, the weight packed at
-// convert time (convert_pt2e(..., lower_to_native=True)). Matched: an int8 per-channel
-// dequantize along the output channels on constant codes, scales and zero points, feeding the
-// weight of aten.linear. Anything else stays quantize/dequantize and still runs.
+// lower-to-native: quantized linears become pt2q's native ops, the weight packed at convert time
+// (convert_pt2e(..., lower_to_native=True)). A match needs a dequantized constant weight on
+// aten.linear: int8 codes per output channel (dequantize_per_channel, axis 0) or per group
+// (dequantize_per_channel_group; codes in [-8, 7] with groups of a multiple of 32 take the int4
+// kernels). The linear's input picks the activation side: a per-token dynamic chain on x
+// (choose_qparams_per_token_asymmetric -> quantize/dequantize_per_token) gives
+// linear_w8a8 / linear_w4a8 on x, anything else the weight-only linear_w8a16 / linear_w4a16.
+// Anything else stays quantize/dequantize and still runs.
 //
-// Before:
+// Before (weight-only, per channel):
 //   %w = get_attr "_frozen_param0"                        // int8 [N, K]
 //   %dq = quantized_decomposed.dequantize_per_channel(%w, %s, %zp, 0, -127, 127, torch.int8)
 //   %y = aten.linear(%x, %dq, %bias)
 // After:
 //   %p = get_attr "_packed_weight0"                        // pack_weight_int8(w), "n4k16"
 //   %y = pt2q.linear_w8a16(%x, %p, %s, %zp, %bias)
+//
+// Before (dynamic per-token activations, int4 groups of 32):
+//   %cq = quantized_decomposed.choose_qparams_per_token_asymmetric(%x, torch.int8)
+//   %sx = _operator.getitem(%cq, 0)
+//   %zx = _operator.getitem(%cq, 1)
+//   %qx = quantized_decomposed.quantize_per_token(%x, %sx, %zx, -128, 127, torch.int8)
+//   %dqx = quantized_decomposed.dequantize_per_token(%qx, %sx, %zx, -128, 127, torch.int8, torch.float32)
+//   %dq = quantized_decomposed.dequantize_per_channel_group(%w, %s, %zp, -8, 7, torch.int8, 32, torch.float32)
+//   %y = aten.linear(%dqx, %dq)
+// After:
+//   %p = get_attr "_packed_weight0"                        // pack_weight_int4(w), "n4k32"
+//   %y = pt2q.linear_w4a8(%x, %p, %s, None, None)
 #include "convert/lower_to_native.h"
 
 #include <ATen/ATen.h>
@@ -27,47 +43,116 @@ const at::Tensor* constantOf(const Graph& g, const Argument& a) {
   return it == g.constants().end() ? nullptr : &it->second;
 }
 
-// The dequantize feeding `linear`'s weight when it is a weight-only int8 per-channel one.
-Node* weightOnlyDequantize(const Graph& g, const Node* linear) {
-  if (linear->target() != "aten.linear" || linear->args().size() < 2 || !linear->kwargs().empty()) return nullptr;
-  const Argument& wa = linear->args()[1];
-  if (!wa.isNode() || wa.node()->target() != "quantized_decomposed.dequantize_per_channel") return nullptr;
+bool isInt(const Argument& a, int64_t v) { return a.is<int64_t>() && a.as<int64_t>() == v; }
+bool isInt8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kChar; }
+
+// A lowerable weight: the dequantize, its codes / scales / zero points, and the kernel width.
+struct Weight {
+  Node* dq = nullptr;
+  const at::Tensor* codes = nullptr;
+  Argument scales, zero_points;
+  int bits = 8;
+};
+
+// dequantize_per_channel(w, s, zp, 0, qmin, qmax, int8) or
+// dequantize_per_channel_group(w, s, zp, qmin, qmax, int8, group_size, out_dtype) on constants.
+std::optional<Weight> lowerableWeight(const Graph& g, const Argument& wa) {
+  if (!wa.isNode()) return std::nullopt;
   Node* dq = wa.node();
   const auto& a = dq->args();
-  if (a.size() != 7 || !dq->kwargs().empty() || !a[3].is<int64_t>() || a[3].as<int64_t>() != 0 ||
-      !a[6].is<c10::ScalarType>() || a[6].as<c10::ScalarType>() != c10::kChar) {
-    return nullptr;
-  }
+  if (!dq->kwargs().empty()) return std::nullopt;
+  const bool per_channel = dq->target() == "quantized_decomposed.dequantize_per_channel" && a.size() == 7 &&
+                           isInt(a[3], 0) && isInt8(a[6]);
+  const bool per_group = dq->target() == "quantized_decomposed.dequantize_per_channel_group" && a.size() == 8 &&
+                         isInt8(a[5]) && a[3].is<int64_t>() && a[4].is<int64_t>() && a[6].is<int64_t>();
+  if (!per_channel && !per_group) return std::nullopt;
   const at::Tensor* w = constantOf(g, a[0]);
   const at::Tensor* s = constantOf(g, a[1]);
   const at::Tensor* z = constantOf(g, a[2]);
   if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar || w->dim() != 2 ||
-      s->dim() != 1 || s->size(0) != w->size(0) || z->sizes() != s->sizes() || !w->device().is_cpu()) {
-    return nullptr;
+      !w->device().is_cpu() || s->size(0) != w->size(0) || z->numel() != s->numel()) {
+    return std::nullopt;
   }
-  return dq;
+  Weight out{dq, w, a[1], a[2], 8};
+  if (per_channel) {
+    if (s->dim() != 1) return std::nullopt;
+  } else {
+    const int64_t gs = a[6].as<int64_t>(), k = w->size(1);
+    if (s->dim() != 2 || gs <= 0 || k % gs != 0 || s->size(1) != k / gs) return std::nullopt;
+    const bool int4 = a[3].as<int64_t>() >= -8 && a[4].as<int64_t>() <= 7;
+    if (int4 && gs % 32 == 0) {
+      out.bits = 4;
+    } else if (gs % 16 != 0) {
+      return std::nullopt;
+    }
+    if (out.bits == 4 && (w->lt(-8).any().item<bool>() || w->gt(7).any().item<bool>())) return std::nullopt;
+  }
+  return out;
 }
 
-at::Tensor packInt8(const at::Tensor& w) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("pt2q::pack_weight_int8", "")
-                             .typed<at::Tensor(const at::Tensor&)>();
-  return op.call(w);
+// The x of a per-token dynamic chain feeding `input`, or nullptr.
+Node* perTokenSource(const Argument& input) {
+  if (!input.isNode()) return nullptr;
+  Node* dq = input.node();
+  const auto& d = dq->args();
+  if (dq->target() != "quantized_decomposed.dequantize_per_token" || d.size() < 6 || !d[0].isNode()) return nullptr;
+  Node* q = d[0].node();
+  const auto& qa = q->args();
+  if (q->target() != "quantized_decomposed.quantize_per_token" || qa.size() != 6 || !qa[0].isNode()) return nullptr;
+  Node* x = qa[0].node();
+  for (const auto* args : {&qa, &d}) {
+    if (!isInt((*args)[3], -128) || !isInt((*args)[4], 127) || !isInt8((*args)[5])) return nullptr;
+  }
+  // s and zp: getitem 0 / 1 of choose_qparams_per_token_asymmetric(x, int8), the same for q and dq.
+  for (int i = 0; i < 2; ++i) {
+    if (!(qa[1 + i] == d[1 + i]) || !qa[1 + i].isNode()) return nullptr;
+    Node* gi = qa[1 + i].node();
+    if (gi->target() != "_operator.getitem" || gi->args().size() != 2 || !isInt(gi->args()[1], i) ||
+        !gi->args()[0].isNode()) {
+      return nullptr;
+    }
+    Node* cq = gi->args()[0].node();
+    if (cq->target() != "quantized_decomposed.choose_qparams_per_token_asymmetric" || cq->args().size() != 2 ||
+        !(cq->args()[0] == Argument(x)) || !isInt8(cq->args()[1])) {
+      return nullptr;
+    }
+  }
+  return x;
 }
+
+at::Tensor pack(const at::Tensor& w, int bits) {
+  static const auto op8 = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("pt2q::pack_weight_int8", "")
+                              .typed<at::Tensor(const at::Tensor&)>();
+  static const auto op4 = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("pt2q::pack_weight_int4", "")
+                              .typed<at::Tensor(const at::Tensor&)>();
+  return bits == 4 ? op4.call(w) : op8.call(w);
+}
+
+struct Site {
+  Node* linear;
+  Weight weight;
+  Node* dynamic_x;  // the float input of a per-token chain, or nullptr
+};
 
 }  // namespace
 
 int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
-  std::vector<std::pair<Node*, Node*>> sites;  // (linear, dequantize)
+  std::vector<Site> sites;
   for (Node* n : g.nodes()) {
-    if (n->kind() != NodeKind::kCallFunction) continue;
-    if (Node* dq = weightOnlyDequantize(g, n)) sites.emplace_back(n, dq);
+    if (n->kind() != NodeKind::kCallFunction || n->target() != "aten.linear" || n->args().size() < 2 ||
+        !n->kwargs().empty()) {
+      continue;
+    }
+    if (auto w = lowerableWeight(g, n->args()[1])) sites.push_back({n, *w, perTokenSource(n->args()[0])});
   }
   std::vector<at::Tensor> packed;
-  for (const auto& [linear, dq] : sites) packed.push_back(packInt8(*constantOf(g, dq->args()[0])));  // all first
+  for (const Site& s : sites) packed.push_back(pack(*s.weight.codes, s.weight.bits));  // all before any change
   int64_t next = 0;
   for (size_t i = 0; i < sites.size(); ++i) {
-    auto [linear, dq] = sites[i];
+    const Site& site = sites[i];
+    Node* linear = site.linear;
     std::string name;
     do {
       name = "_packed_weight" + std::to_string(next++);
@@ -75,12 +160,13 @@ int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
     g.constants()[name] = packed[i];
     Node* attr = g.create(NodeKind::kGetAttr, name, {}, {}, g.uniqueName(name), linear);
     const Argument bias = linear->args().size() > 2 ? linear->args()[2] : Argument();
-    // Symmetric weights have all-zero zero points: the kernel then skips their correction.
-    const bool zero = !constantOf(g, dq->args()[2])->ne(0).any().item<bool>();
-    const Argument zp = zero ? Argument() : dq->args()[2];
-    Node* native = g.create(NodeKind::kCallFunction, "pt2q.linear_w8a16",
-                            {linear->args()[0], Argument(attr), dq->args()[1], zp, bias}, {},
-                            g.uniqueName("linear_w8a16"), linear);
+    // Symmetric weights have all-zero zero points: the kernels then skip their correction.
+    const bool zero = !constantOf(g, site.weight.zero_points)->ne(0).any().item<bool>();
+    const Argument zp = zero ? Argument() : site.weight.zero_points;
+    const std::string op = "linear_w" + std::to_string(site.weight.bits) + (site.dynamic_x ? "a8" : "a16");
+    const Argument x = site.dynamic_x ? Argument(site.dynamic_x) : linear->args()[0];
+    Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, {x, Argument(attr), site.weight.scales, zp, bias},
+                            {}, g.uniqueName(op), linear);
     native->meta() = linear->meta();
     native->meta().annotation.clear();
     g.replaceAllUsesWith(linear, native);

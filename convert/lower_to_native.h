@@ -9,9 +9,11 @@
 
 namespace pt2q {
 
-/// Rewrites dequantize_per_channel(int8 constant codes, axis 0) -> aten.linear into
-/// pt2q.linear_w8a16 with the weight packed now (new constants _packed_weight{i}, names in
-/// `taken` avoided); other chains are left as they are. Returns how many linears it lowered.
+/// Rewrites aten.linear on a dequantized constant int8 weight (per channel along axis 0, or per
+/// group; int4 codes in groups of a multiple of 32) into pt2q.linear_w8a16 / linear_w4a16, or
+/// linear_w8a8 / linear_w4a8 when its input is a per-token dynamic quantize/dequantize chain,
+/// with the weight packed now (new constants _packed_weight{i}, names in `taken` avoided); other
+/// chains are left as they are. Returns how many linears it lowered.
 int64_t lowerToNative(Graph& graph, const std::set<std::string>& taken);
 
 }  // namespace pt2q

@@ -8,7 +8,10 @@
 //   %dq = quantized_decomposed.dequantize_per_tensor(%q, 0.0157, -64, -128, 127, int8)
 //   %y = aten.relu(%dq)
 // Per channel: get_attr "_scale_0", "_zero_point_0" feed quantize/dequantize_per_channel.
+// Per group (2-d weights, qparams [N, K / group_size]): quantize/dequantize_per_channel_group.
 // Dynamic: choose_qparams.tensor -> getitem 0/1 -> quantize/dequantize_per_tensor.tensor.
+// Dynamic per token: choose_qparams_per_token_asymmetric -> getitem 0/1 ->
+// quantize/dequantize_per_token.
 // Float16: convert_element_type.no_fuse to float16 and back.
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -42,6 +45,12 @@ std::vector<std::pair<std::string, Argument>> outDtype(const Node* input) {
   return {};
 }
 
+// The dtype a dequantize must give back: the observed value's (float32 when unknown).
+c10::ScalarType outputDtype(const Node* input) {
+  const auto& types = input->meta().types;
+  return types.size() == 1 && types[0].dtype ? *types[0].dtype : c10::kFloat;
+}
+
 }  // namespace
 
 std::vector<std::string> convertObserversToQDQ(Graph& g, const std::map<std::string, ObserverConversion>& by_module,
@@ -52,9 +61,19 @@ std::vector<std::string> convertObserversToQDQ(Graph& g, const std::map<std::str
     TORCH_CHECK(n->args().size() == 1 && n->args()[0].isNode() && n->kwargs().empty(), "observers-to-qdq: %",
                 n->name(), " is not an observer call (one node argument)");
     const ObserverConversion& c = by_module.at(n->target());
-    if (c.kind == K::kPerChannel) {
+    if (c.kind == K::kPerChannel || c.kind == K::kPerGroup) {
       TORCH_CHECK(c.scales.defined() && c.zero_points.defined(), "observers-to-qdq: %", n->name(),
                   ": per-channel conversion without scales and zero points");
+    }
+    if (c.kind == K::kPerGroup) {
+      TORCH_CHECK(c.group_size >= 2 && c.scales.dim() == 2, "observers-to-qdq: %", n->name(),
+                  ": per-group conversion needs group_size >= 2 and [rows, groups] scales, got group_size ",
+                  c.group_size, " and scales of shape ", c.scales.sizes());
+    }
+    if (c.kind == K::kDynamicPerToken) {
+      TORCH_CHECK(c.dtype == c10::kChar && c.quant_min == -128 && c.quant_max == 127, "observers-to-qdq: %",
+                  n->name(), ": per-token dynamic quantization is int8 in [-128, 127], got ", c.dtype, " in [",
+                  c.quant_min, ", ", c.quant_max, "]");
     }
     todo.push_back(n);
   }
@@ -99,6 +118,27 @@ std::vector<std::string> convertObserversToQDQ(Graph& g, const std::map<std::str
         result = qdq("quantized_decomposed.quantize_per_channel", "quantize_per_channel_default",
                      "quantized_decomposed.dequantize_per_channel", "dequantize_per_channel_default",
                      {s, z, c.axis, c.quant_min, c.quant_max, c.dtype});
+        break;
+      }
+      case K::kPerGroup: {
+        const std::string path = modulePath(x);
+        Node* s = constant(path + "_scale_", c.scales);
+        Node* z = constant(path + "_zero_point_", c.zero_points);
+        Node* q = call("quantized_decomposed.quantize_per_channel_group", "quantize_per_channel_group_default",
+                       {x, s, z, c.quant_min, c.quant_max, c.dtype, c.group_size});
+        result = call("quantized_decomposed.dequantize_per_channel_group", "dequantize_per_channel_group_default",
+                      {q, s, z, c.quant_min, c.quant_max, c.dtype, c.group_size, outputDtype(x)});
+        break;
+      }
+      case K::kDynamicPerToken: {
+        Node* cq = call("quantized_decomposed.choose_qparams_per_token_asymmetric",
+                        "choose_qparams_per_token_asymmetric_default", {x, c.dtype});
+        Node* s = call("_operator.getitem", "getitem", {cq, int64_t{0}});
+        Node* z = call("_operator.getitem", "getitem", {cq, int64_t{1}});
+        Node* q = call("quantized_decomposed.quantize_per_token", "quantize_per_token_default",
+                       {x, s, z, c.quant_min, c.quant_max, c.dtype});
+        result = call("quantized_decomposed.dequantize_per_token", "dequantize_per_token_default",
+                      {q, s, z, c.quant_min, c.quant_max, c.dtype, outputDtype(x)});
         break;
       }
       case K::kDynamic: {

@@ -15,13 +15,14 @@ namespace pt2q {
 
 /// What one observer module turns into, decided from its dtype, qscheme and qparams.
 struct ObserverConversion {
-  enum class Kind : uint8_t { kRemove, kPerTensor, kPerChannel, kDynamic, kFloat16 };
+  enum class Kind : uint8_t { kRemove, kPerTensor, kPerChannel, kPerGroup, kDynamic, kDynamicPerToken, kFloat16 };
   Kind kind = Kind::kRemove;
   double scale = 1.0;          // kPerTensor: Python literals in the graph
   int64_t zero_point = 0;
-  at::Tensor scales;           // kPerChannel: buffers <module><prefix>_scale_i / _zero_point_i
+  at::Tensor scales;           // kPerChannel / kPerGroup: buffers <module><prefix>_scale_i / _zero_point_i
   at::Tensor zero_points;
   int64_t axis = 0;
+  int64_t group_size = 0;      // kPerGroup: consecutive values of a row sharing qparams
   int64_t quant_min = 0;
   int64_t quant_max = 0;
   c10::ScalarType dtype = c10::kChar;  // the underlying dtype (quint8 -> uint8)

@@ -13,14 +13,16 @@ namespace pt2q {
 inline const std::set<std::string>& quantizeTargets() {
   static const std::set<std::string> s = {"quantized_decomposed.quantize_per_tensor",
                                           "quantized_decomposed.quantize_per_tensor.tensor",
-                                          "quantized_decomposed.quantize_per_channel", "torchao.quantize_affine"};
+                                          "quantized_decomposed.quantize_per_channel",
+                                          "quantized_decomposed.quantize_per_channel_group", "torchao.quantize_affine"};
   return s;
 }
 
 inline const std::set<std::string>& dequantizeTargets() {
   static const std::set<std::string> s = {"quantized_decomposed.dequantize_per_tensor",
                                           "quantized_decomposed.dequantize_per_tensor.tensor",
-                                          "quantized_decomposed.dequantize_per_channel"};
+                                          "quantized_decomposed.dequantize_per_channel",
+                                          "quantized_decomposed.dequantize_per_channel_group"};
   return s;
 }
 

@@ -69,7 +69,8 @@ void registerConvertPasses(PassRegistry& registry) {
                 [] { return std::make_unique<PortMetadataPass>(); }});
   registry.add({"fold-quantize", "Fold quantize ops on constant weights into _frozen_param constants",
                 [] { return std::make_unique<FoldQuantizePass>(); }});
-  registry.add({"lower-to-native", "Weight-only int8 linears (dq_per_channel -> linear) into pt2q.linear_w8a16",
+  registry.add({"lower-to-native", "Quantized linears (dequantized int8/int4 weight, optionally per-token dynamic input) into "
+                "pt2q.linear_w8a16/w4a16/w8a8/w4a8",
                 [] { return std::make_unique<LowerToNativePass>(); }});
   registry.add({"reference-representation",
                 "int8 quantize/dequantize patterns as integer arithmetic (use_reference_representation)",

@@ -28,6 +28,8 @@ void bindConvert(py::module_& m) {
           if (kind == "remove") c.kind = K::kRemove;
           else if (kind == "per_tensor") c.kind = K::kPerTensor;
           else if (kind == "per_channel") c.kind = K::kPerChannel;
+          else if (kind == "per_group") c.kind = K::kPerGroup;
+          else if (kind == "dynamic_per_token") c.kind = K::kDynamicPerToken;
           else if (kind == "dynamic") c.kind = K::kDynamic;
           else if (kind == "float16") c.kind = K::kFloat16;
           else throw py::value_error("observers_to_qdq: unknown kind '" + kind + "'");
@@ -41,10 +43,11 @@ void bindConvert(py::module_& m) {
           if (c.kind == K::kPerTensor) {
             c.scale = r["scale"].cast<double>();
             c.zero_point = r["zero_point"].cast<int64_t>();
-          } else if (c.kind == K::kPerChannel) {
+          } else if (c.kind == K::kPerChannel || c.kind == K::kPerGroup) {
             c.scales = r["scale"].cast<at::Tensor>();
             c.zero_points = r["zero_point"].cast<at::Tensor>();
-            c.axis = r["axis"].cast<int64_t>();
+            if (c.kind == K::kPerChannel) c.axis = r["axis"].cast<int64_t>();
+            if (c.kind == K::kPerGroup) c.group_size = r["group_size"].cast<int64_t>();
           } else if (c.kind == K::kDynamic) {
             c.eps = r["eps"].cast<double>();
             c.symmetric = r["symmetric"].cast<bool>();

@@ -74,11 +74,16 @@ def _record(obs, where: str) -> dict:
                                "model before convert_pt2e")
         scale, zp = obs.calculate_qparams()
         rec = {"dtype": _dtype_name(dtype), "quant_min": int(obs.quant_min), "quant_max": int(obs.quant_max)}
-        if getattr(obs, "qscheme", None) in _PER_CHANNEL:
+        if getattr(obs, "qscheme", None) in _PER_CHANNEL and getattr(obs, "group_size", None):
+            rec.update(kind="per_group", scale=scale, zero_point=zp, group_size=int(obs.group_size))
+        elif getattr(obs, "qscheme", None) in _PER_CHANNEL:
             rec.update(kind="per_channel", scale=scale, zero_point=zp, axis=int(obs.ch_axis))
         else:
             rec.update(kind="per_tensor", scale=float(scale), zero_point=int(zp))
         return rec
+    if is_dynamic and getattr(obs, "per_token", False):
+        return {"kind": "dynamic_per_token", "dtype": _dtype_name(dtype), "quant_min": int(obs.quant_min),
+                "quant_max": int(obs.quant_max)}
     if is_dynamic:
         qscheme = getattr(obs, "qscheme", torch.per_tensor_affine)
         if qscheme not in (torch.per_tensor_affine, torch.per_tensor_symmetric):

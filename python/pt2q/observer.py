@@ -388,3 +388,7 @@ default_fixed_qparams_range_neg1to1_observer = FixedQParamsObserver.with_args(
     scale=2.0 / 256.0, zero_point=128, dtype=torch.quint8, quant_min=0, quant_max=255)
 default_fixed_qparams_range_0to1_observer = FixedQParamsObserver.with_args(
     scale=1.0 / 256.0, zero_point=0, dtype=torch.quint8, quant_min=0, quant_max=255)
+
+from pt2q.observer_group_token import PerGroupMinMaxObserver, PerTokenDynamicObserver  # noqa: E402
+
+__all__ += ["PerGroupMinMaxObserver", "PerTokenDynamicObserver"]

@@ -191,9 +191,10 @@ def prepare_qat_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
 
 def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = False,
                  fold_quantize: bool = True, *, lower_to_native: bool = False) -> fx.GraphModule:
-    """torchao's convert_pt2e. pt2q's own keyword `lower_to_native=True` also rewrites weight-only
-    int8 linears into pt2q's native ops (``pt2q.linear_w8a16``, the weight packed now); chains
-    it does not match stay quantize/dequantize."""
+    """torchao's convert_pt2e. pt2q's own keyword `lower_to_native=True` also rewrites linears
+    with dequantized constant int8/int4 weights into pt2q's native ops (``pt2q.linear_w8a16`` /
+    ``linear_w4a16``, or ``linear_w8a8`` / ``linear_w4a8`` behind a per-token dynamic input; the
+    weight packed now); chains it does not match stay quantize/dequantize (docs/pt2e.md)."""
     from pt2q._convert import ConvertError, convert
 
     if not isinstance(use_reference_representation, bool):

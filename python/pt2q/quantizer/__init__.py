@@ -31,11 +31,17 @@ from pt2q.quantizer.x86_inductor_quantizer import (
     X86InductorQuantizer,
     get_default_x86_inductor_quantization_config,
 )
-from pt2q.quantizer.weight_only_quantizer import Int8WeightOnlyQuantizer
+from pt2q.quantizer.linear_quantizers import (
+    Int4WeightOnlyQuantizer,
+    Int8DynActInt4WeightQuantizer,
+    Int8DynActInt8WeightQuantizer,
+    Int8WeightOnlyQuantizer,
+)
 from pt2q.quantizer.xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
 
 __all__ = [
-    "Int8WeightOnlyQuantizer", "XNNPACKQuantizer", "get_symmetric_quantization_config", "X86InductorQuantizer",
+    "Int8WeightOnlyQuantizer", "Int4WeightOnlyQuantizer", "Int8DynActInt8WeightQuantizer",
+    "Int8DynActInt4WeightQuantizer", "XNNPACKQuantizer", "get_symmetric_quantization_config", "X86InductorQuantizer",
     "get_default_x86_inductor_quantization_config", "EmbeddingQuantizer", "get_embedding_operators_config",
     "Quantizer", "ComposableQuantizer", "EdgeOrNode", "QuantizationSpec", "QuantizationSpecBase",
     "DerivedQuantizationSpec", "FixedQParamsQuantizationSpec", "SharedQuantizationSpec", "QuantizationAnnotation",

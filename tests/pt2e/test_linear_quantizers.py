@@ -1,0 +1,172 @@
+"""The weight-only and dynamic quantizers (Int4WeightOnly, Int8DynActInt8Weight,
+Int8DynActInt4Weight; Int8WeightOnly is in test_lower_to_native.py) through prepare/convert:
+the converted graph holds torch's quantized_decomposed per-group / per-token ops and computes
+exactly what those ops compute by hand; its group qparams are torch.ao's per-channel observer's
+over the groups (and torchao's 8da4w qparams); lower_to_native turns every linear into the
+matching native op, equal to the q/dq model within the bound of fp32 summation; module
+filters, export, compile and errors."""
+
+import pytest
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401
+from torch import nn
+
+import pt2q
+from pt2q.quantizer import (
+    Int4WeightOnlyQuantizer,
+    Int8DynActInt4WeightQuantizer,
+    Int8DynActInt8WeightQuantizer,
+    Int8WeightOnlyQuantizer,
+)
+
+P = torch.ops.pt2q
+QD = torch.ops.quantized_decomposed
+EPS32 = 2.0 ** -24
+
+CASES = [  # quantizer, the native op it lowers to, per-group?, per-token?
+    (lambda: Int4WeightOnlyQuantizer(32), P.linear_w4a16.default, True, False),
+    (lambda: Int4WeightOnlyQuantizer(64), P.linear_w4a16.default, True, False),
+    (lambda: Int8DynActInt8WeightQuantizer(), P.linear_w8a8.default, False, True),
+    (lambda: Int8DynActInt4WeightQuantizer(32), P.linear_w4a8.default, True, True),
+    (lambda: Int8DynActInt4WeightQuantizer(128), P.linear_w4a8.default, True, True),
+]
+
+
+def _targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def _flow(model, args, quantizer):
+    p = pt2q.prepare_pt2e(torch.export.export(model, args).module(), quantizer)
+    return pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+
+
+def _const(gm, a):
+    return getattr(gm, a.target) if isinstance(a, torch.fx.Node) else a
+
+
+def _dequantized_weight(qdq):
+    dq = next(n for n in qdq.graph.nodes
+              if n.target in (QD.dequantize_per_channel_group.default, QD.dequantize_per_channel.default))
+    return dq.target(*[_const(qdq, a) for a in dq.args]), dq
+
+
+def _by_hand(x, w, per_token, bias):
+    """The q/dq model's computation, written with torch's ops directly."""
+    if per_token:
+        s, z = QD.choose_qparams_per_token_asymmetric(x, torch.int8)
+        x = QD.dequantize_per_token(QD.quantize_per_token(x, s, z, -128, 127, torch.int8), s, z, -128, 127,
+                                    torch.int8, torch.float32)
+    return torch.nn.functional.linear(x, w, bias), x
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("shape", [(3, 128), (2, 5, 256), (1, 384)])
+def test_converts_to_torch_ops_and_lowers(case, shape):
+    make_q, native, per_group, per_token = CASES[case]
+    torch.manual_seed(case)
+    k = shape[-1]
+    model = nn.Linear(k, 37).eval()
+    x = torch.randn(*shape) * 2 + 0.5
+    qdq, low = _flow(model, (x,), make_q())
+    targets = _targets(qdq)
+    assert targets.count(QD.dequantize_per_channel_group.default) == int(per_group)
+    assert targets.count(QD.dequantize_per_channel.default) == int(not per_group)
+    assert targets.count(QD.quantize_per_token.default) == int(per_token)
+    w, _ = _dequantized_weight(qdq)
+    want, xd = _by_hand(x, w, per_token, model.bias)
+    assert torch.equal(qdq(x), want)
+    assert _targets(low) == [native]
+    assert not any(n.startswith("_frozen_param") for n, _ in low.named_buffers())
+    terms = xd.abs() @ w.abs().t() + model.bias.abs()
+    err = (low(x) - want).abs()
+    assert bool((err <= 2 * (k + k // 32 + 10) * EPS32 * terms + 1e-30).all()), (err / terms).max()
+
+
+@pytest.mark.parametrize("group_size", [32, 64, 128, 256])
+def test_group_qparams_are_torch_aos_and_torchaos(group_size):
+    torch.manual_seed(group_size)
+    model = nn.Linear(512, 24).eval()
+    model.weight.data[3, :group_size] = 0  # an all-zero group and a tiny one: eps
+    model.weight.data[5, -group_size:] *= 1e-9
+    qdq, _ = _flow(model, (torch.randn(2, 512),), Int8DynActInt4WeightQuantizer(group_size))
+    _, dq = _dequantized_weight(qdq)
+    scales, zps = _const(qdq, dq.args[1]), _const(qdq, dq.args[2])
+    w = model.weight.detach()
+    ref = torch.ao.quantization.PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8, quant_min=-8, quant_max=7,
+                                                        qscheme=torch.per_channel_symmetric,
+                                                        eps=torch.finfo(torch.float32).smallest_normal)
+    ref(w.reshape(-1, group_size))
+    rs, rz = ref.calculate_qparams()
+    assert torch.equal(scales, rs.reshape(24, -1)) and torch.equal(zps, rz.reshape(24, -1))
+    assert dq.args[3:7] == (-8, 7, torch.int8, group_size)
+    codes = _const(qdq, dq.args[0])
+    assert torch.equal(codes, QD.quantize_per_channel_group(w, scales, zps, -8, 7, torch.int8, group_size))
+    utils = pytest.importorskip("torchao.quantization.utils")
+    ts, tz = utils.get_group_qparams_symmetric(w, n_bit=4, groupsize=group_size, precision=torch.float32)
+    assert torch.equal(scales, ts.reshape(24, -1)) and torch.equal(zps.to(tz.dtype), tz.reshape(24, -1))
+
+
+class TwoLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(128, 256)
+        self.b = nn.Linear(256, 32)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_module_filters(case):
+    make_q, native, _, _ = CASES[case]
+    x = torch.randn(4, 128)
+    _, low = _flow(TwoLayers().eval(), (x,), make_q().set_module_name("b"))
+    targets = _targets(low)
+    assert targets.count(native) == 1 and targets.count(torch.ops.aten.linear.default) == 1
+    _, low = _flow(TwoLayers().eval(), (x,), make_q().set_module_type(nn.Linear))
+    assert _targets(low).count(native) == 2
+
+
+@pytest.mark.parametrize("case", [2, 3])
+def test_lowered_dynamic_model_exports_and_compiles(case):
+    make_q, native, _, _ = CASES[case]
+    x = torch.randn(4, 128)
+    _, low = _flow(TwoLayers().eval(), (x,), make_q())
+    ep = torch.export.export(low, (x,))
+    assert str(native) in {str(n.target) for n in ep.graph.nodes}
+    assert torch.equal(ep.module()(x), low(x))
+    assert torch.equal(torch.compile(low)(x), low(x))
+
+
+class WeightAsInput(nn.Module):
+    def forward(self, x, w):
+        return torch.nn.functional.linear(x, w)
+
+
+def test_a_chain_that_does_not_fit_stays_qdq():
+    """A weight that is a model input (not a constant) cannot be packed at convert time: its
+    linear keeps the per-token chain and the dequantize, and still runs."""
+    args = (torch.randn(3, 128), torch.randn(16, 128))
+    p = pt2q.prepare_pt2e(torch.export.export(WeightAsInput(), args).module(), Int8DynActInt8WeightQuantizer())
+    p(*args)
+    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    targets = _targets(low)
+    assert P.linear_w8a8.default not in targets and torch.ops.aten.linear.default in targets
+    assert QD.quantize_per_token.default in targets and QD.dequantize_per_channel.default in targets
+    assert torch.equal(low(*args), qdq(*args))
+
+
+def test_errors():
+    for cls in (Int4WeightOnlyQuantizer, Int8DynActInt4WeightQuantizer):
+        with pytest.raises(ValueError, match=r"group_size must be one of \(32, 64, 128, 256\), got 48"):
+            cls(48)
+    with pytest.raises(TypeError, match="set_module_type takes a class"):
+        Int8DynActInt8WeightQuantizer().set_module_type("Linear")
+    p = pt2q.prepare_pt2e(torch.export.export(nn.Linear(100, 8).eval(), (torch.randn(1, 100),)).module(),
+                          Int4WeightOnlyQuantizer(32))
+    with pytest.raises(ValueError, match="in_features 100 is not a multiple of group_size 32"):
+        pt2q.convert_pt2e(p)
+    with pytest.raises(ValueError, match=r"per-token activations are dynamic int8 in \[-128, 127\]"):
+        pt2q.observer.PerTokenDynamicObserver(dtype=torch.uint8, quant_min=0, quant_max=255)
+    assert isinstance(Int8WeightOnlyQuantizer().set_module_name("a"), Int8WeightOnlyQuantizer)
