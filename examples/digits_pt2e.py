@@ -1,6 +1,7 @@
 """pt2q's main job, end to end: train a small CNN on scikit-learn's handwritten digits, export it,
-quantize it with pt2q's PT2E flow (static int8 per-channel, and dynamic int8), calibrate, convert,
-and compare accuracy, size and latency with the float model.
+quantize it with pt2q's PT2E flow (static int8 per-channel, dynamic int8, and the weight-only and
+per-token dynamic schemes lowered to pt2q's native linears), calibrate, convert, and compare
+accuracy, size and latency with the float model.
 
     python examples/digits_pt2e.py [--epochs N] [--compile]
 """
@@ -15,7 +16,14 @@ import torch
 from torch import nn
 
 import pt2q
-from pt2q.quantizer import Int8WeightOnlyQuantizer, XNNPACKQuantizer, get_symmetric_quantization_config
+from pt2q.quantizer import (
+    Int4WeightOnlyQuantizer,
+    Int8DynActInt4WeightQuantizer,
+    Int8DynActInt8WeightQuantizer,
+    Int8WeightOnlyQuantizer,
+    XNNPACKQuantizer,
+    get_symmetric_quantization_config,
+)
 
 
 class DigitsCNN(nn.Module):
@@ -120,8 +128,11 @@ def main():
             get_symmetric_quantization_config(is_per_channel=True)), True, False),
         ("int8 dynamic (linear)", XNNPACKQuantizer().set_global(
             get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)), True, False),
-        # weight-only: no calibration; the linears run pt2q's native W8A16 kernel
+        # weight-only and dynamic: no calibration; the linears run pt2q's native kernels
         ("int8 weight-only, native", Int8WeightOnlyQuantizer(), False, True),
+        ("int4 weight-only g32, nat.", Int4WeightOnlyQuantizer(32), False, True),
+        ("int8 dyn act+int8 w, nat.", Int8DynActInt8WeightQuantizer(), False, True),
+        ("int8 dyn act+int4 w, nat.", Int8DynActInt4WeightQuantizer(32), False, True),
     ]
     for name, quantizer, needs_data, native in schemes:
         print(f"{name}:")
@@ -153,9 +164,10 @@ def main():
                     line += f" {'Inductor: ' + type(e).__name__:>18}"
         print(line)
     print("\nbatch 64, all threads. The static and dynamic rows run the reference quantize/dequantize ops\n"
-          "eagerly; the weight-only row runs its linears as pt2q.linear_w8a16 (convert_pt2e(...,\n"
-          "lower_to_native=True)) with the convolutions in float; --compile lets Inductor fuse the q/dq\n"
-          "(torch 2.13's Inductor cannot lower dq -> max_pool2d -> q on CPU tensors).")
+          "eagerly. The native rows (convert_pt2e(..., lower_to_native=True), no calibration) run their\n"
+          "linears as pt2q.linear_w8a16 / linear_w4a16 / linear_w8a8 / linear_w4a8 (int8 activations\n"
+          "quantized per token inside the op) with the convolutions in float. --compile lets Inductor\n"
+          "fuse the q/dq (torch 2.13's Inductor cannot lower dq -> max_pool2d -> q on CPU tensors).")
 
 
 if __name__ == "__main__":
