@@ -110,21 +110,26 @@ def cases(scheme, shapes, rows, dtypes):
     return out
 
 
-def main():
+def linear_bench_main(doc, build_cases):
+    """The command line of the linear benchmarks: `build_cases(shapes, rows)` gives the cases."""
     _reexec_with_caching_malloc()
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="4096x4096 only, M in {1, 16, 256}, fp32 and bf16")
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="4096x4096 only, M in {1, 16, 256}")
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
     bw, probes = measure_bandwidth()
     print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"CPU kernels: {pt2q._C.info.cpu_isa()}")
+          f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}")
     print(bandwidth_line(bw, probes))
     shapes, rows = (SHAPES[:1], [1, 16, 256]) if args.quick else (SHAPES, ROWS)
-    dtypes = (torch.float32, torch.bfloat16)
-    table = run(cases(Scheme(8), shapes, rows, dtypes) + cases(Scheme(4), shapes, rows, dtypes), bw,
-                adjacent_probe=True)
+    table = run(build_cases(shapes, rows), bw, adjacent_probe=True)
     report(table, bw, args.json, adjacent_probe=True)
+
+
+def main():
+    dtypes = (torch.float32, torch.bfloat16)
+    linear_bench_main(__doc__, lambda shapes, rows: cases(Scheme(8), shapes, rows, dtypes) +
+                      cases(Scheme(4), shapes, rows, dtypes))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ namespace {
 
 constexpr int64_t kPanelBytes = 256 * 1024;  // weight bytes per panel (half of a 2-core VM's L2)
 constexpr int64_t kMinPanelBlocks = 4;       // one 4 x 4 tile
+constexpr int64_t kExpandRows = 4;           // int4 panels are decoded to int8 above this many rows
 
 // Per-token codes of x ([m, k] fp32) into xu ([m, kp], zero padding), with scales and zero points.
 void quantizeTokens(const char* op, const at::Tensor& input, const at::Tensor& x, at::Tensor& xu, double* sx,
@@ -51,7 +52,9 @@ at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, c
   if (m == 0) return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
 
   const at::Tensor x = input.reshape({m, k}).to(at::kFloat).contiguous();
-  at::Tensor xu = at::zeros({m, kp}, x.options().dtype(at::kByte));
+  // Rows one cache line longer than kp: rows kp apart (a power of two) would share L1 sets.
+  const int64_t xs = kp + 64;
+  at::Tensor xu = at::zeros({m, xs}, x.options().dtype(at::kByte));
   std::vector<double> sx(m);
   std::vector<int32_t> zx(m);
   quantizeTokens(op, input, x, xu, sx.data(), zx.data());
@@ -71,7 +74,9 @@ at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, c
   const int8_t* wp = pw.const_data_ptr<int8_t>();
   const int64_t block_bytes = kPackRows * kp * Bits / 8;
   const int threads = at::get_num_threads();
-  int64_t panel = std::max<int64_t>(kMinPanelBlocks, kPanelBytes / block_bytes / kMinPanelBlocks * kMinPanelBlocks);
+  const int64_t panel_block_bytes = Bits == 4 && m > kExpandRows ? 2 * block_bytes : block_bytes;
+  int64_t panel =
+      std::max<int64_t>(kMinPanelBlocks, kPanelBytes / panel_block_bytes / kMinPanelBlocks * kMinPanelBlocks);
   // Few rows are bandwidth-bound: small panels keep every thread streaming.
   if (m <= 4) panel = kMinPanelBlocks;
   while (panel > kMinPanelBlocks && (nb + panel - 1) / panel < 4 * threads) panel -= kMinPanelBlocks;
@@ -81,15 +86,27 @@ at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, c
   const auto dot_fn = Bits == 4 ? table.w4_dot : table.w8_dot;
   float* o = out.data_ptr<float>();
   const float* bp = b32.defined() ? b32.const_data_ptr<float>() : nullptr;
+  // Many rows of int4: each panel is decoded to int8 once, then runs the int8 kernels (the
+  // nibble decode would otherwise repeat for every 4 rows of x).
+  const bool expand = Bits == 4 && m > kExpandRows;
   at::parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
     std::vector<int32_t> sums(panel * g.groups * 16);
     std::vector<float> tmp(m * panel * kPackRows);
+    std::vector<int8_t> wide(expand ? panel * block_bytes * 2 : 0);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t b0 = p * panel, blocks = std::min(panel, nb - b0), cols = blocks * kPackRows;
       const int8_t* w = wp + b0 * block_bytes;
-      sums_fn(w, blocks, chunks, group_chunks, sums.data());
-      dot_fn(w, blocks, chunks, group_chunks, xu.const_data_ptr<uint8_t>(), kp, m, zx128.data(),
-             s4.const_data_ptr<float>() + b0 * g.groups * kPackRows, sums.data(), tmp.data(), cols);
+      if (expand) {
+        table.expand_int4(w, blocks, chunks, wide.data());
+        table.w8_sums(wide.data(), blocks, 2 * chunks, 2 * group_chunks, sums.data());
+        table.w8_dot(wide.data(), blocks, 2 * chunks, 2 * group_chunks, xu.const_data_ptr<uint8_t>(), xs, m,
+                     zx128.data(), s4.const_data_ptr<float>() + b0 * g.groups * kPackRows, sums.data(), tmp.data(),
+                     cols);
+      } else {
+        sums_fn(w, blocks, chunks, group_chunks, sums.data());
+        dot_fn(w, blocks, chunks, group_chunks, xu.const_data_ptr<uint8_t>(), xs, m, zx128.data(),
+               s4.const_data_ptr<float>() + b0 * g.groups * kPackRows, sums.data(), tmp.data(), cols);
+      }
       const int64_t c0 = b0 * kPackRows, c1 = std::min(n, c0 + cols);
       for (int64_t i = 0; i < m; ++i) {
         const float* t = tmp.data() + i * cols;

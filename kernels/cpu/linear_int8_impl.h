@@ -38,6 +38,10 @@ inline void splitNibbles(BV b, BV& lo, BV& hi) {
 }
 #if defined(PT2Q_VNNI)
 inline IV dot(IV acc, BV xu, BV w) { return {_mm512_dpbusd_epi32(acc.v, xu.v, w.v)}; }
+inline void dotInto(IV& acc, BV xu, BV w) { acc.v = _mm512_dpbusd_epi32(acc.v, xu.v, w.v); }
+// acc += xu . w in place. With the intrinsic GCC copies every loop-carried accumulator into a
+// fresh register and back (two moves per vpdpbusd), which bounds the GEMM tile by the front end.
+#define PT2Q_DPBUSD(acc, xu, w) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(xu), "v"(w))
 #else
 // Without VNNI: widen to int16 (u8 x s8 pairs can overflow vpmaddubsw's saturating int16) and
 // vpmaddwd twice; each 32-bit lane still sums its own four bytes.
@@ -58,6 +62,7 @@ inline IV dot(IV acc, BV xu, BV w) {
       _mm512_shuffle_ps(_mm512_castsi512_ps(p_lo), _mm512_castsi512_ps(p_hi), _MM_SHUFFLE(3, 1, 3, 1)));
   return {_mm512_add_epi32(acc.v, _mm512_add_epi32(even, odd))};
 }
+inline void dotInto(IV& acc, BV xu, BV w) { acc = dot(acc, xu, w); }
 #endif
 inline IV subMul(IV acc, IV sums, int32_t z) { return {_mm512_sub_epi32(acc.v, _mm512_mullo_epi32(sums.v, _mm512_set1_epi32(z)))}; }
 // tot + float(a) * (scale of row r in lanes 4r..4r+3), the 4 row scales at s.
@@ -110,6 +115,7 @@ inline IV dot(IV acc, BV xu, BV w) {
   }
   return acc;
 }
+inline void dotInto(IV& acc, BV xu, BV w) { acc = dot(acc, xu, w); }
 inline IV subMul(IV acc, IV sums, int32_t z) {
   for (int l = 0; l < 16; ++l) acc.v[l] -= sums.v[l] * z;
   return acc;
@@ -150,6 +156,64 @@ struct WI4 {
 
 constexpr int64_t kChunkBytes = kRows * kRowBytes;  // one chunk of one block
 
+#if defined(PT2Q_VNNI)
+// The 4 x 4 tile's inner loop: 16 accumulators as named locals updated in place (PT2Q_DPBUSD).
+template <class W>
+inline void chunkRangeVnni4x4(const int8_t* w, int64_t chunks, int64_t c0, int64_t c1, const uint8_t* xu,
+                              int64_t xs, IV (&acc)[4][4]) {
+  __m512i a00 = acc[0][0].v, a01 = acc[0][1].v, a02 = acc[0][2].v, a03 = acc[0][3].v;
+  __m512i a10 = acc[1][0].v, a11 = acc[1][1].v, a12 = acc[1][2].v, a13 = acc[1][3].v;
+  __m512i a20 = acc[2][0].v, a21 = acc[2][1].v, a22 = acc[2][2].v, a23 = acc[2][3].v;
+  __m512i a30 = acc[3][0].v, a31 = acc[3][1].v, a32 = acc[3][2].v, a33 = acc[3][3].v;
+  const int64_t bs = chunks * kChunkBytes;
+  for (int64_t c = c0; c < c1; ++c) {
+    BV w0[W::kParts], w1[W::kParts], w2[W::kParts], w3[W::kParts];
+    const int8_t* wc = w + c * kChunkBytes;
+    W::decode(wc, w0);
+    W::decode(wc + bs, w1);
+    W::decode(wc + 2 * bs, w2);
+    W::decode(wc + 3 * bs, w3);
+    for (int p = 0; p < W::kParts; ++p) {
+      const uint8_t* xp = xu + c * W::kChunkK + p * kRowBytes;
+#define PT2Q_ROW(m)                               \
+  {                                               \
+    const __m512i x = broadcastX(xp + (m) * xs).v; \
+    PT2Q_DPBUSD(a##m##0, x, w0[p].v);             \
+    PT2Q_DPBUSD(a##m##1, x, w1[p].v);             \
+    PT2Q_DPBUSD(a##m##2, x, w2[p].v);             \
+    PT2Q_DPBUSD(a##m##3, x, w3[p].v);             \
+  }
+      PT2Q_ROW(0)
+      PT2Q_ROW(1)
+      PT2Q_ROW(2)
+      PT2Q_ROW(3)
+#undef PT2Q_ROW
+    }
+  }
+  acc[0][0].v = a00, acc[0][1].v = a01, acc[0][2].v = a02, acc[0][3].v = a03;
+  acc[1][0].v = a10, acc[1][1].v = a11, acc[1][2].v = a12, acc[1][3].v = a13;
+  acc[2][0].v = a20, acc[2][1].v = a21, acc[2][2].v = a22, acc[2][3].v = a23;
+  acc[3][0].v = a30, acc[3][1].v = a31, acc[3][2].v = a32, acc[3][3].v = a33;
+}
+#endif
+
+
+// int4 blocks ("n4k32", chunks of 32) re-laid as int8 blocks ("n4k16", 2 * chunks chunks): a
+// chunk's low nibbles (k = 32c + l) become chunk 2c, its high nibbles chunk 2c + 1.
+inline void expandInt4(const int8_t* w, int64_t blocks, int64_t chunks, int8_t* out) {
+  for (int64_t i = 0; i < blocks * chunks; ++i) {
+    BV parts[2];
+    WI4::decode(w + i * kChunkBytes, parts);
+#if defined(PT2Q_VEC_AVX512)
+    _mm512_storeu_si512(out + 2 * i * kChunkBytes, parts[0].v);
+    _mm512_storeu_si512(out + (2 * i + 1) * kChunkBytes, parts[1].v);
+#else
+    std::memcpy(out + 2 * i * kChunkBytes, parts[0].b, kChunkBytes);
+    std::memcpy(out + (2 * i + 1) * kChunkBytes, parts[1].b, kChunkBytes);
+#endif
+  }
+}
+
 // Lane sums of `blocks` blocks, per group: sums[(b * groups + g) * 16 + lane].
 template <class W>
 void weightSums(const int8_t* w, int64_t blocks, int64_t chunks, int64_t group_chunks, int32_t* sums) {
@@ -176,6 +240,28 @@ void weightSums(const int8_t* w, int64_t blocks, int64_t chunks, int64_t group_c
   }
 }
 
+// acc[m][b] += the dot products of chunks [c0, c1) of x row m and block b.
+template <int MX, int NB, class W>
+inline void chunkRange(const int8_t* w, int64_t chunks, int64_t c0, int64_t c1, const uint8_t* xu, int64_t xu_stride,
+                       IV (&acc)[MX][NB]) {
+#if defined(PT2Q_VNNI)
+  if constexpr (MX == 4 && NB == 4) {
+    chunkRangeVnni4x4<W>(w, chunks, c0, c1, xu, xu_stride, acc);
+    return;
+  }
+#endif
+  for (int64_t c = c0; c < c1; ++c) {
+    BV wv[NB][W::kParts];
+    for (int b = 0; b < NB; ++b) W::decode(w + (b * chunks + c) * kChunkBytes, wv[b]);
+    for (int m = 0; m < MX; ++m) {
+      for (int p = 0; p < W::kParts; ++p) {
+        const BV xv = broadcastX(xu + m * xu_stride + c * W::kChunkK + p * kRowBytes);
+        for (int b = 0; b < NB; ++b) dotInto(acc[m][b], xv, wv[b][p]);
+      }
+    }
+  }
+}
+
 // MX x-rows against NB consecutive blocks: out[m * out_stride + b * 4 + r] =
 //   sum_g s[b][g][r] * (sum_{k in g} xu[m][k] w[b*4+r][k] - zx[m] sum_{k in g} w[b*4+r][k]).
 template <int MX, int NB, class W>
@@ -187,17 +273,8 @@ void dotTile(const int8_t* w, int64_t chunks, int64_t group_chunks, const uint8_
   for (int64_t g = 0; g < groups; ++g) {
     IV acc[MX][NB];
     for (auto& row : acc) for (auto& a : row) a = IV::zero();
-    const int64_t c1 = std::min(chunks, (g + 1) * group_chunks);
-    for (int64_t c = g * group_chunks; c < c1; ++c) {
-      BV wv[NB][W::kParts];
-      for (int b = 0; b < NB; ++b) W::decode(w + (b * chunks + c) * kChunkBytes, wv[b]);
-      for (int m = 0; m < MX; ++m) {
-        for (int p = 0; p < W::kParts; ++p) {
-          const BV xv = broadcastX(xu + m * xu_stride + c * W::kChunkK + p * kRowBytes);
-          for (int b = 0; b < NB; ++b) acc[m][b] = dot(acc[m][b], xv, wv[b][p]);
-        }
-      }
-    }
+    chunkRange<MX, NB, W>(w, chunks, g * group_chunks, std::min(chunks, (g + 1) * group_chunks), xu, xu_stride,
+                          acc);
     for (int b = 0; b < NB; ++b) {
       const IV s = IV::load(sums + (b * groups + g) * 16);
       const float* sc = scales4 + (b * groups + g) * 4;

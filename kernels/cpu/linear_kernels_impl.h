@@ -195,7 +195,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        &weightSums<WI8>,
                        &weightSums<WI4>,
                        &dotPanel<WI8>,
-                       &dotPanel<WI4>};
+                       &dotPanel<WI4>,
+                       &expandInt4};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -40,6 +40,10 @@ using LinearDotPanelFn = void (*)(const int8_t* w, int64_t blocks, int64_t chunk
                                   const uint8_t* xu, int64_t xu_stride, int64_t rows, const int32_t* zx,
                                   const float* scales4, const int32_t* sums, float* out, int64_t out_stride);
 
+/// `blocks` int4 blocks ("n4k32", `chunks` chunks each) written as int8 blocks ("n4k16",
+/// 2 * chunks chunks each) of the same codes: many-row GEMMs decode each panel once this way.
+using LinearExpandInt4Fn = void (*)(const int8_t* w, int64_t blocks, int64_t chunks, int8_t* out);
+
 struct LinearKernels {
   Isa isa;
   const char* name;
@@ -50,6 +54,7 @@ struct LinearKernels {
   LinearWeightSumsFn w4_sums;
   LinearDotPanelFn w8_dot;
   LinearDotPanelFn w4_dot;
+  LinearExpandInt4Fn expand_int4;
 };
 
 /// The table for this CPU (the affine kernels' ISA).
