@@ -5,7 +5,8 @@
 // kernels). The linear's input picks the activation side: a per-token dynamic chain on x
 // (choose_qparams_per_token_asymmetric -> quantize/dequantize_per_token) gives
 // linear_w8a8 / linear_w4a8 on x, anything else the weight-only linear_w8a16 / linear_w4a16.
-// Anything else stays quantize/dequantize and still runs.
+// Anything else stays quantize/dequantize and still runs. Static chains (dq -> linear / conv2d
+// [-> relu] -> q) are matched first, in lower_static_to_native.cpp.
 //
 // Before (weight-only, per channel):
 //   %w = get_attr "_frozen_param0"                        // int8 [N, K]
@@ -31,17 +32,12 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include "convert/native_lowering.h"
 #include "convert/qdq_ops.h"
 #include "graph/pass.h"
 
 namespace pt2q {
 namespace {
-
-const at::Tensor* constantOf(const Graph& g, const Argument& a) {
-  if (!a.isNode() || a.node()->kind() != NodeKind::kGetAttr) return nullptr;
-  auto it = g.constants().find(a.node()->target());
-  return it == g.constants().end() ? nullptr : &it->second;
-}
 
 bool isInt(const Argument& a, int64_t v) { return a.is<int64_t>() && a.as<int64_t>() == v; }
 bool isInt8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kChar; }
@@ -120,7 +116,21 @@ Node* perTokenSource(const Argument& input) {
   return x;
 }
 
-at::Tensor pack(const at::Tensor& w, int bits) {
+struct Site {
+  Node* linear;
+  Weight weight;
+  Node* dynamic_x;  // the float input of a per-token chain, or nullptr
+};
+
+}  // namespace
+
+const at::Tensor* constantOf(const Graph& g, const Argument& a) {
+  if (!a.isNode() || a.node()->kind() != NodeKind::kGetAttr) return nullptr;
+  auto it = g.constants().find(a.node()->target());
+  return it == g.constants().end() ? nullptr : &it->second;
+}
+
+at::Tensor packWeightConstant(const at::Tensor& w, int bits) {
   static const auto op8 = c10::Dispatcher::singleton()
                               .findSchemaOrThrow("pt2q::pack_weight_int8", "")
                               .typed<at::Tensor(const at::Tensor&)>();
@@ -130,15 +140,19 @@ at::Tensor pack(const at::Tensor& w, int bits) {
   return bits == 4 ? op4.call(w) : op8.call(w);
 }
 
-struct Site {
-  Node* linear;
-  Weight weight;
-  Node* dynamic_x;  // the float input of a per-token chain, or nullptr
-};
-
-}  // namespace
+Node* addPackedWeight(Graph& g, const std::set<std::string>& taken, at::Tensor packed, Node* before) {
+  std::string name;
+  for (int64_t i = 0;; ++i) {
+    name = "_packed_weight" + std::to_string(i);
+    if (!taken.count(name) && !g.constants().count(name) && !g.subgraphs().count(name)) break;
+  }
+  g.constants()[name] = std::move(packed);
+  return g.create(NodeKind::kGetAttr, name, {}, {}, g.uniqueName(name), before);
+}
 
 int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
+  // Static chains first: their weight dequantize would also match the weight-only pattern.
+  const int64_t lowered_static = lowerStaticChains(g, taken);
   std::vector<Site> sites;
   for (Node* n : g.nodes()) {
     if (n->kind() != NodeKind::kCallFunction || n->target() != "aten.linear" || n->args().size() < 2 ||
@@ -148,17 +162,11 @@ int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
     if (auto w = lowerableWeight(g, n->args()[1])) sites.push_back({n, *w, perTokenSource(n->args()[0])});
   }
   std::vector<at::Tensor> packed;
-  for (const Site& s : sites) packed.push_back(pack(*s.weight.codes, s.weight.bits));  // all before any change
-  int64_t next = 0;
+  for (const Site& s : sites) packed.push_back(packWeightConstant(*s.weight.codes, s.weight.bits));  // all first
   for (size_t i = 0; i < sites.size(); ++i) {
     const Site& site = sites[i];
     Node* linear = site.linear;
-    std::string name;
-    do {
-      name = "_packed_weight" + std::to_string(next++);
-    } while (taken.count(name) || g.constants().count(name) || g.subgraphs().count(name));
-    g.constants()[name] = packed[i];
-    Node* attr = g.create(NodeKind::kGetAttr, name, {}, {}, g.uniqueName(name), linear);
+    Node* attr = addPackedWeight(g, taken, packed[i], linear);
     const Argument bias = linear->args().size() > 2 ? linear->args()[2] : Argument();
     // Symmetric weights have all-zero zero points: the kernels then skip their correction.
     const bool zero = !constantOf(g, site.weight.zero_points)->ne(0).any().item<bool>();
@@ -176,7 +184,7 @@ int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
   for (Node* n : g.nodes()) {
     if (n->kind() == NodeKind::kGetAttr && n->users().empty()) g.erase(n);
   }
-  return static_cast<int64_t>(sites.size());
+  return lowered_static + static_cast<int64_t>(sites.size());
 }
 
 }  // namespace pt2q

@@ -126,6 +126,8 @@ def main():
     schemes = [
         ("int8 static, per-channel", XNNPACKQuantizer().set_global(
             get_symmetric_quantization_config(is_per_channel=True)), True, False),
+        ("int8 static, native", XNNPACKQuantizer().set_global(
+            get_symmetric_quantization_config(is_per_channel=True)), True, True),
         ("int8 dynamic (linear)", XNNPACKQuantizer().set_global(
             get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)), True, False),
         # weight-only and dynamic: no calibration; the linears run pt2q's native kernels
@@ -163,10 +165,12 @@ def main():
                 except Exception as e:  # Inductor's own lowering of the q/dq patterns
                     line += f" {'Inductor: ' + type(e).__name__:>18}"
         print(line)
-    print("\nbatch 64, all threads. The static and dynamic rows run the reference quantize/dequantize ops\n"
-          "eagerly. The native rows (convert_pt2e(..., lower_to_native=True), no calibration) run their\n"
+    print("\nbatch 64, all threads. The other static and dynamic rows run the reference quantize/dequantize\n"
+          "ops eagerly. The native rows (convert_pt2e(..., lower_to_native=True); no calibration but the\n"
+          "static one) run their\n"
           "linears as pt2q.linear_w8a16 / linear_w4a16 / linear_w8a8 / linear_w4a8 (int8 activations\n"
-          "quantized per token inside the op) with the convolutions in float. --compile lets Inductor\n"
+          "quantized per token inside the op) with the convolutions in float; \"int8 static, native\" runs\n"
+          "its convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in and out). --compile lets Inductor\n"
           "fuse the q/dq (torch 2.13's Inductor cannot lower dq -> max_pool2d -> q on CPU tensors).")
 
 

@@ -42,15 +42,15 @@ def cases(bits, shapes, rows):
             xq = torch.randint(-128, 128, (m, k), dtype=torch.int8)
             group = f"{name} N={n} K={k} M={m} bfloat16"
             q_bytes = n * k * bits // 8 + 4 * scales.numel() + m * (k + n) * 2
-            out.append(Case(group, "F.linear, bfloat16 weight", lambda x=x: F.linear(x, dense()),
+            out.append(Case(group, "F.linear, bfloat16 weight", lambda x=x, d=dense: F.linear(x, d()),
                             n * k * 2 + m * (k + n) * 2, baseline=True))
-            out.append(Case(group, "F.linear, float32 (x, weight)", lambda x=x.float(): F.linear(x, dense32()),
+            out.append(Case(group, "F.linear, float32 (x, weight)", lambda x=x.float(), d=dense32: F.linear(x, d()),
                             n * k * 4 + m * (k + n) * 4))
             if bits == 8 and m > 16:  # torch._int_mm refuses M <= 16 on CPU
-                out.append(Case(group, "torch._int_mm (x pre-quantized)", lambda xq=xq: torch._int_mm(xq, plain().t()),
+                out.append(Case(group, "torch._int_mm (x pre-quantized)", lambda xq=xq, w=plain: torch._int_mm(xq, w().t()),
                                 n * k + m * k + m * n * 4))
-            out.append(Case(group, f"pt2q.{woq.__name__.split('.')[-1]}", lambda x=x: woq(x, *packed()), q_bytes))
-            out.append(Case(group, f"pt2q.{dyn.__name__.split('.')[-1]}", lambda x=x: dyn(x, *packed()), q_bytes))
+            out.append(Case(group, f"pt2q.{woq.__name__.split('.')[-1]}", lambda x=x, f=woq, w=packed: f(x, *w()), q_bytes))
+            out.append(Case(group, f"pt2q.{dyn.__name__.split('.')[-1]}", lambda x=x, f=dyn, w=packed: f(x, *w()), q_bytes))
     return out
 
 

@@ -1,26 +1,18 @@
 // CPU linear_w8a8 / linear_w4a8 / quantize_per_token_int8. The input's rows are quantized once
-// (per-token int8, stored as unsigned bytes q + 128), then the weight streams in panels sized to
-// stay in L2: each panel's per-group weight sums are taken first (the zero-point term), then
-// every x row meets the panel in tiles of 4 rows x 4 blocks of integer dot products (VNNI
-// `vpdpbusd` where the CPU has it). Panels run in parallel; the scale, bias and output cast are
-// applied as each panel finishes, so the int32 products never go to memory.
-#include <ATen/Parallel.h>
+// (per-token int8, stored as unsigned bytes q + 128), then the panel loop (cpu/linear_panels.h)
+// takes the integer dot products; the token scale and bias are applied as each panel finishes,
+// so the int32 products never go to memory.
 #include <torch/library.h>
 
-#include <algorithm>
 #include <atomic>
 #include <vector>
 
-#include "kernels/cpu/linear_microkernels.h"
+#include "kernels/cpu/linear_panels.h"
 #include "kernels/linear_dynamic.h"
 #include "kernels/linear_weight_only_args.h"
 
 namespace pt2q {
 namespace {
-
-constexpr int64_t kPanelBytes = 256 * 1024;  // weight bytes per panel (half of a 2-core VM's L2)
-constexpr int64_t kMinPanelBlocks = 4;       // one 4 x 4 tile
-constexpr int64_t kExpandRows = 4;           // int4 panels are decoded to int8 above this many rows
 
 // Per-token codes of x ([m, k] fp32) into xu ([m, kp], zero padding), with scales and zero points.
 void quantizeTokens(const char* op, const at::Tensor& input, const at::Tensor& x, at::Tensor& xu, double* sx,
@@ -46,8 +38,7 @@ at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, c
   const char* op = Bits == 4 ? "linear_w4a8" : "linear_w8a8";
   const LinearWeightOnlyGeometry g = checkLinearWeightOnly(op, Bits, input, packed, scales, zero_points, bias);
   const int64_t n = g.n, k = g.k, m = g.m, chunk = packChunk(Bits), kp = roundUp(k, chunk);
-  const int64_t np = roundUp(n, kPackRows), nb = np / kPackRows, chunks = kp / chunk;
-  const int64_t group_chunks = g.groups == 1 ? chunks : g.group_size / chunk;
+  const int64_t group_chunks = g.groups == 1 ? kp / chunk : g.group_size / chunk;
   at::Tensor out = at::empty({m, n}, input.options().dtype(at::kFloat));
   if (m == 0) return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
 
@@ -64,65 +55,29 @@ at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, c
     zx128[i] = zx[i] + 128;
     sxf[i] = static_cast<float>(sx[i]);
   }
-  // Scales as [blocks, groups, 4 rows], the padding rows zero.
-  at::Tensor s4 = at::zeros({np, g.groups}, scales.options().dtype(at::kFloat));
-  s4.slice(0, 0, n).copy_(scales.reshape({n, g.groups}));
-  s4 = s4.reshape({nb, kPackRows, g.groups}).permute({0, 2, 1}).contiguous();
+  const at::Tensor s4 = panelScales(scales, n, g.groups);
   const at::Tensor b32 = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
-
   const at::Tensor pw = packed.contiguous();
-  const int8_t* wp = pw.const_data_ptr<int8_t>();
-  const int64_t block_bytes = kPackRows * kp * Bits / 8;
-  const int threads = at::get_num_threads();
-  const int64_t panel_block_bytes = Bits == 4 && m > kExpandRows ? 2 * block_bytes : block_bytes;
-  int64_t panel =
-      std::max<int64_t>(kMinPanelBlocks, kPanelBytes / panel_block_bytes / kMinPanelBlocks * kMinPanelBlocks);
-  // Few rows are bandwidth-bound: small panels keep every thread streaming.
-  if (m <= 4) panel = kMinPanelBlocks;
-  while (panel > kMinPanelBlocks && (nb + panel - 1) / panel < 4 * threads) panel -= kMinPanelBlocks;
-  const int64_t panels = (nb + panel - 1) / panel;
-  const auto& table = cpu::linearKernels();
-  const auto sums_fn = Bits == 4 ? table.w4_sums : table.w8_sums;
-  const auto dot_fn = Bits == 4 ? table.w4_dot : table.w8_dot;
+  PanelWeight pwt{pw.const_data_ptr<int8_t>(), Bits, n, kp, g.groups, group_chunks, s4.const_data_ptr<float>()};
   float* o = out.data_ptr<float>();
   const float* bp = b32.defined() ? b32.const_data_ptr<float>() : nullptr;
-  // Many rows of int4: each panel is decoded to int8 once, then runs the int8 kernels (the
-  // nibble decode would otherwise repeat for every 4 rows of x).
-  const bool expand = Bits == 4 && m > kExpandRows;
-  at::parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
-    std::vector<int32_t> sums(panel * g.groups * 16);
-    std::vector<float> tmp(m * panel * kPackRows);
-    std::vector<int8_t> wide(expand ? panel * block_bytes * 2 : 0);
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t b0 = p * panel, blocks = std::min(panel, nb - b0), cols = blocks * kPackRows;
-      const int8_t* w = wp + b0 * block_bytes;
-      if (expand) {
-        table.expand_int4(w, blocks, chunks, wide.data());
-        table.w8_sums(wide.data(), blocks, 2 * chunks, 2 * group_chunks, sums.data());
-        table.w8_dot(wide.data(), blocks, 2 * chunks, 2 * group_chunks, xu.const_data_ptr<uint8_t>(), xs, m,
-                     zx128.data(), s4.const_data_ptr<float>() + b0 * g.groups * kPackRows, sums.data(), tmp.data(),
-                     cols);
-      } else {
-        sums_fn(w, blocks, chunks, group_chunks, sums.data());
-        dot_fn(w, blocks, chunks, group_chunks, xu.const_data_ptr<uint8_t>(), xs, m, zx128.data(),
-               s4.const_data_ptr<float>() + b0 * g.groups * kPackRows, sums.data(), tmp.data(), cols);
-      }
-      const int64_t c0 = b0 * kPackRows, c1 = std::min(n, c0 + cols);
-      for (int64_t i = 0; i < m; ++i) {
-        const float* t = tmp.data() + i * cols;
-        float* oi = o + i * n;
-        for (int64_t c = c0; c < c1; ++c) oi[c] = t[c - c0] * sxf[i] + (bp != nullptr ? bp[c] : 0.0f);
-      }
+  runPanels(pwt, xu.const_data_ptr<uint8_t>(), xs, m, zx128.data(),
+            [&](int64_t r0, int64_t rows, int64_t c0, int64_t cols, const float* tmp) {
+    const int64_t c1 = std::min(n, c0 + cols);
+    for (int64_t i = r0; i < r0 + rows; ++i) {
+      const float* t = tmp + (i - r0) * cols;
+      float* oi = o + i * n;
+      for (int64_t c = c0; c < c1; ++c) oi[c] = t[c - c0] * sxf[i] + (bp != nullptr ? bp[c] : 0.0f);
     }
   });
   if (zero_points.has_value()) {
     // sum_k (q - zx)(w - zw) s_w = [the kernel's sum] - sum_g s_w zw sum_{k in g} (q - zx)
     const at::Tensor q = xu.slice(1, 0, k).to(at::kInt).reshape({m, g.groups, g.group_size}).sum(-1);
     const at::Tensor zxt = at::from_blob(zx128.data(), {m, 1}, at::kInt);
-    const at::Tensor xs = (q - zxt * g.group_size).to(at::kDouble);
+    const at::Tensor qsum = (q - zxt * g.group_size).to(at::kDouble);
     const at::Tensor sz = scales.to(at::kDouble).reshape({n, g.groups}) * zero_points->to(at::kDouble).reshape({n, g.groups});
     const at::Tensor sxt = at::from_blob(sx.data(), {m, 1}, at::kDouble);
-    out.sub_((at::mm(xs, sz.t()) * sxt).to(at::kFloat));
+    out.sub_((at::mm(qsum, sz.t()) * sxt).to(at::kFloat));
   }
   return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
 }

@@ -7,6 +7,7 @@
 #include "kernels/affine_ops.h"
 #include "kernels/int4_pack_args.h"
 #include "kernels/linear_dynamic.h"
+#include "kernels/linear_static.h"
 #include "kernels/linear_weight_only_args.h"
 #include "kernels/mx/mx_args.h"
 
@@ -93,6 +94,26 @@ void bindReference(py::module_& m) {
           py::arg("bias") = py::none());
   }
   m.def("quantize_per_token_int8", [](const at::Tensor& x) { return quantizePerTokenRef(x); }, py::arg("input"));
+  m.def(
+      "linear_q8",
+      [](const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
+         const c10::optional<at::Tensor>& b, double so, int64_t zo, int64_t qmin, int64_t qmax) {
+        return linearQ8Ref(x, sx, zx, p, s, b, Q8Output{so, zo, qmin, qmax});
+      },
+      py::arg("input"), py::arg("input_scale"), py::arg("input_zero_point"), py::arg("packed_weight"),
+      py::arg("weight_scales"), py::arg("bias"), py::arg("output_scale"), py::arg("output_zero_point"),
+      py::arg("output_quant_min") = -128, py::arg("output_quant_max") = 127);
+  m.def(
+      "conv2d_q8",
+      [](const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
+         const c10::optional<at::Tensor>& b, std::vector<int64_t> ks, std::vector<int64_t> st,
+         std::vector<int64_t> pad, std::vector<int64_t> dil, double so, int64_t zo, int64_t qmin, int64_t qmax) {
+        return conv2dQ8Ref(x, sx, zx, p, s, b, ks, st, pad, dil, Q8Output{so, zo, qmin, qmax});
+      },
+      py::arg("input"), py::arg("input_scale"), py::arg("input_zero_point"), py::arg("packed_weight"),
+      py::arg("weight_scales"), py::arg("bias"), py::arg("kernel_size"), py::arg("stride"), py::arg("padding"),
+      py::arg("dilation"), py::arg("output_scale"), py::arg("output_zero_point"), py::arg("output_quant_min") = -128,
+      py::arg("output_quant_max") = 127);
 }
 
 }  // namespace pt2q::python

@@ -11,6 +11,7 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from pt2q import _C
+from tests.kernels import test_linear_weight_only as woq
 from tests.kernels.test_linear_weight_only import ISA_CASES, check_export_and_compile, run_under_isa
 
 P = torch.ops.pt2q
@@ -146,6 +147,10 @@ def test_many_panels_and_extreme_codes(bits):
     x[1] = 7.0
     x[2] = torch.linspace(-1e4, 1e-4, x.shape[1])
     check(w, s, z, b, x, bits=bits)
+
+
+def isa_check():
+    woq.isa_check(make, check)
 
 
 @pytest.mark.parametrize("cap,kernels", ISA_CASES)

@@ -124,18 +124,25 @@ SCRIPT = r"""
 import importlib, sys, torch, pt2q
 t = importlib.import_module(sys.argv[3])
 assert pt2q._C.info.linear_cpu_kernels() == sys.argv[2], pt2q._C.info.linear_cpu_kernels()
-for bits in (8, 4):
-    for m in (1, 2, 3, 6, 40):
-        for groups in (0, 4):
-            t.check(*t.make(37, 128, groups, True, True, torch.float32, (m,), seed=m, bits=bits), bits=bits)
+t.isa_check()
 print("ok")
 """
+
+
+def isa_check(make=make, check=check):
+    """What test_every_isa_kernel runs under each ISA (also for the dynamic linears' module)."""
+    for bits in (8, 4):
+        for m in (1, 2, 3, 6, 40):
+            for groups in (0, 4):
+                check(*make(37, 128, groups, True, True, torch.float32, (m,), seed=m, bits=bits), bits=bits)
+
+
 ISA_CASES = [("generic", "generic"), ("avx2", "avx2"), ("avx512", "avx512"), ("avx512_bf16", "avx512_vnni")]
 
 
 def run_under_isa(module, cap, kernels):
-    """`module`'s make/check on several shapes in a process whose PT2Q_CPU_ISA is `cap`, which must
-    pick the linear kernel table `kernels`."""
+    """`module`.isa_check() in a process whose PT2Q_CPU_ISA is `cap`, which must pick the linear
+    kernel table `kernels`."""
     if kernels not in _C.info.available_linear_cpu_kernels():
         pytest.skip(f"this CPU cannot run the {kernels} linear kernels")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

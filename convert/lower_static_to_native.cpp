@@ -1,0 +1,164 @@
+// lower-to-native, static chains: a quantized linear or conv2d between a per-tensor dequantize of
+// its input and a per-tensor quantize of its output (what XNNPACKQuantizer / X86InductorQuantizer
+// produce) becomes one int8-in, int8-out native op on the input codes; a relu between the op and
+// the quantize folds into the output clamp (output_quant_min = zero point). Matched only when the
+// weight is a constant int8 per-channel (axis 0) symmetric dequantize, conv2d has groups == 1,
+// the linear / relu feed nothing else, and every qparam is a literal.
+//
+// Before:
+//   %dqx = quantized_decomposed.dequantize_per_tensor(%qx, 0.02, -3, -128, 127, torch.int8)
+//   %w = get_attr "_frozen_param0"
+//   %dqw = quantized_decomposed.dequantize_per_channel(%w, %s, %zp, 0, -127, 127, torch.int8)
+//   %y = aten.conv2d(%dqx, %dqw, %b, [1, 1], [1, 1])
+//   %r = aten.relu(%y)
+//   %q = quantized_decomposed.quantize_per_tensor(%r, 0.05, -128, -128, 127, torch.int8)
+// After:
+//   %p = get_attr "_packed_weight0"          // pack_weight_int8(w.permute(0, 2, 3, 1).reshape(OC, -1))
+//   %q = pt2q.conv2d_q8(%qx, 0.02, -3, %p, %s, %b, [3, 3], [1, 1], [1, 1], [1, 1], 0.05, -128, -128, 127)
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <vector>
+
+#include "convert/native_lowering.h"
+#include "graph/pass.h"
+
+namespace pt2q {
+namespace {
+
+bool isInt(const Argument& a, int64_t v) { return a.is<int64_t>() && a.as<int64_t>() == v; }
+bool isInt8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kChar; }
+
+// A per-tensor int8 quantize / dequantize with literal qparams: (input, scale, zp, qmin, qmax).
+struct PerTensor {
+  Node* node;
+  Argument input;
+  double scale;
+  int64_t zero_point, qmin, qmax;
+};
+
+std::optional<PerTensor> perTensor(Node* n, const char* target) {
+  if (n == nullptr || n->kind() != NodeKind::kCallFunction || n->target() != target || !n->kwargs().empty()) {
+    return std::nullopt;
+  }
+  const auto& a = n->args();
+  if (a.size() != 6 || !a[1].is<double>() || !a[2].is<int64_t>() || !a[3].is<int64_t>() || !a[4].is<int64_t>() ||
+      !isInt8(a[5])) {
+    return std::nullopt;
+  }
+  return PerTensor{n, a[0], a[1].as<double>(), a[2].as<int64_t>(), a[3].as<int64_t>(), a[4].as<int64_t>()};
+}
+
+std::optional<std::vector<int64_t>> intPair(const std::vector<Argument>& args, size_t i, int64_t dflt) {
+  if (i >= args.size()) return std::vector<int64_t>{dflt, dflt};
+  if (!args[i].is<ArgList>()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Argument& x : args[i].as<ArgList>().items) {
+    if (!x.is<int64_t>()) return std::nullopt;
+    out.push_back(x.as<int64_t>());
+  }
+  if (out.size() == 1) out.push_back(out[0]);
+  if (out.size() != 2) return std::nullopt;
+  return out;
+}
+
+struct StaticSite {
+  Node* q;       // the output quantize (replaced)
+  Node* op;      // aten.linear / aten.conv2d
+  PerTensor in;  // the input dequantize
+  PerTensor out;
+  bool relu;
+  const at::Tensor* weight;
+  Argument scales, bias;
+  std::vector<int64_t> stride, padding, dilation;  // conv2d
+};
+
+std::optional<StaticSite> match(const Graph& g, Node* qn) {
+  auto q = perTensor(qn, "quantized_decomposed.quantize_per_tensor");
+  if (!q || !q->input.isNode()) return std::nullopt;
+  Node* y = q->input.node();
+  bool relu = false;
+  if (y->target() == "aten.relu" && y->args().size() == 1 && y->args()[0].isNode() && y->users().size() == 1) {
+    relu = true;
+    y = y->args()[0].node();
+  }
+  const bool linear = y->target() == "aten.linear", conv = y->target() == "aten.conv2d";
+  if ((!linear && !conv) || y->users().size() != 1 || !y->kwargs().empty() || y->args().size() < 2) {
+    return std::nullopt;
+  }
+  const auto& a = y->args();
+  auto in = a[0].isNode() ? perTensor(a[0].node(), "quantized_decomposed.dequantize_per_tensor") : std::nullopt;
+  if (!in || in->qmin != -128 || in->qmax != 127) return std::nullopt;
+  // The weight: dequantize_per_channel(codes, scales, zero points, 0, qmin, qmax, int8) on constants.
+  if (!a[1].isNode() || a[1].node()->target() != "quantized_decomposed.dequantize_per_channel") return std::nullopt;
+  const auto& d = a[1].node()->args();
+  if (d.size() != 7 || !a[1].node()->kwargs().empty() || !isInt(d[3], 0) || !isInt8(d[6])) return std::nullopt;
+  const at::Tensor* w = constantOf(g, d[0]);
+  const at::Tensor* s = constantOf(g, d[1]);
+  const at::Tensor* z = constantOf(g, d[2]);
+  if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar || !w->device().is_cpu() ||
+      s->dim() != 1 || s->size(0) != w->size(0) || z->numel() != s->numel() || z->ne(0).any().item<bool>()) {
+    return std::nullopt;
+  }
+  if (!(q->qmin >= -128 && q->qmin <= q->qmax && q->qmax <= 127)) return std::nullopt;
+  StaticSite site{qn, y, *in, *q, relu, w, d[1], a.size() > 2 ? a[2] : Argument(), {}, {}, {}};
+  if (linear) {
+    if (w->dim() != 2 || a.size() > 3) return std::nullopt;
+    return site;
+  }
+  auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
+  const bool one_group = a.size() <= 6 || isInt(a[6], 1);
+  if (w->dim() != 4 || !st || !pad || !dil || !one_group || a.size() > 7) return std::nullopt;
+  site.stride = *st, site.padding = *pad, site.dilation = *dil;
+  return site;
+}
+
+ArgList ints(const std::vector<int64_t>& v) {
+  ArgList l;
+  for (int64_t x : v) l.items.emplace_back(x);
+  return l;
+}
+
+}  // namespace
+
+int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
+  std::vector<StaticSite> sites;
+  for (Node* n : g.nodes()) {
+    if (auto s = match(g, n)) sites.push_back(*s);
+  }
+  std::vector<at::Tensor> packed;  // all packed before the graph changes
+  for (const StaticSite& s : sites) {
+    // conv2d_q8 reads its weight channels last: (out, kh, kw, in).
+    const at::Tensor w = s.weight->dim() == 4 ? s.weight->permute({0, 2, 3, 1}) : *s.weight;
+    packed.push_back(packWeightConstant(w.reshape({w.size(0), -1}).contiguous(), 8));
+  }
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const StaticSite& s = sites[i];
+    Node* attr = addPackedWeight(g, taken, packed[i], s.q);
+    // relu(y) quantizes to max(code(y), zero_point): the clamp's lower end.
+    const int64_t qmin = s.relu ? std::max(s.out.qmin, s.out.zero_point) : s.out.qmin;
+    // The input read now, from the dequantize: an earlier site may have replaced its producer.
+    std::vector<Argument> args{s.in.node->args()[0], s.in.scale, s.in.zero_point, Argument(attr), s.scales, s.bias};
+    const bool conv = s.op->target() == "aten.conv2d";
+    if (conv) {
+      args.emplace_back(ints({s.weight->size(2), s.weight->size(3)}));
+      args.emplace_back(ints(s.stride));
+      args.emplace_back(ints(s.padding));
+      args.emplace_back(ints(s.dilation));
+    }
+    for (const Argument& x : {Argument(s.out.scale), Argument(s.out.zero_point), Argument(qmin),
+                              Argument(s.out.qmax)}) {
+      args.push_back(x);
+    }
+    const std::string op = conv ? "conv2d_q8" : "linear_q8";
+    Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, std::move(args), {}, g.uniqueName(op), s.q);
+    native->meta() = s.q->meta();
+    native->meta().annotation.clear();
+    g.replaceAllUsesWith(s.q, native);
+    g.erase(s.q);
+  }
+  createDeadCodeEliminationPass()->run(g);
+  return static_cast<int64_t>(sites.size());
+}
+
+}  // namespace pt2q

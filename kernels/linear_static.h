@@ -1,0 +1,46 @@
+// Static int8 linear and conv2d (linear_q8, conv2d_q8): int8 codes in, int8 codes out, the
+// qparams fixed by calibration (what XNNPACKQuantizer / X86InductorQuantizer produce). Argument
+// checks, the conv geometry and the reference implementations, shared by every backend.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <array>
+
+namespace pt2q {
+
+/// The per-tensor output quantization: codes = clamp(round(y * (1 / scale)) + zero_point).
+struct Q8Output {
+  double scale = 1.0;
+  int64_t zero_point = 0, quant_min = -128, quant_max = 127;
+};
+
+/// linear_q8's checks; returns (m, k, n).
+std::array<int64_t, 3> checkLinearQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                                     const at::Tensor& packed, const at::Tensor& weight_scales,
+                                     const c10::optional<at::Tensor>& bias, const Q8Output& out);
+
+struct Conv2dQ8Geometry {
+  int64_t n = 0, c = 0, h = 0, w = 0, oc = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int64_t k() const { return c * kh * kw; }  // one im2col row: kh, then kw, then c (channels last)
+};
+
+/// conv2d_q8's checks and output geometry.
+Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                               const at::Tensor& packed, const at::Tensor& weight_scales,
+                               const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
+                               at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                               const Q8Output& out);
+
+/// Reference implementations (plain ATen, any device): the integer sum exact in fp64, then
+/// y = s_x * s_w * sum + bias and torch's quantize_per_tensor rounding, in fp64.
+at::Tensor linearQ8Ref(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                       const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                       const Q8Output& out);
+at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                       const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                       at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::IntArrayRef dilation, const Q8Output& out);
+
+}  // namespace pt2q

@@ -1,0 +1,85 @@
+// Argument checks of linear_q8 / conv2d_q8 (see linear_static.h).
+#include <cmath>
+
+#include "kernels/linear_static.h"
+#include "kernels/linear_weight_only_args.h"
+
+namespace pt2q {
+namespace {
+
+void checkCommon(const char* op, const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                 const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                 const Q8Output& out) {
+  TORCH_CHECK_VALUE(input.scalar_type() == at::kChar, op, ": input must be int8 codes, got ", input.scalar_type());
+  TORCH_CHECK_VALUE(packed.scalar_type() == at::kChar && packed.dim() == 2, op,
+                    ": packed_weight must be the 2-d int8 tensor of pack_weight_int8, got ", packed.scalar_type(),
+                    " with ", packed.dim(), " dimensions");
+  TORCH_CHECK_VALUE(weight_scales.dim() == 1 && at::isFloatingType(weight_scales.scalar_type()), op,
+                    ": weight_scales must be a 1-d float tensor [out_features], got ", weight_scales.scalar_type(),
+                    " of shape ", weight_scales.sizes());
+  TORCH_CHECK_VALUE(std::isfinite(input_scale) && input_scale > 0, op, ": input_scale must be positive and finite, got ",
+                    input_scale);
+  TORCH_CHECK_VALUE(std::isfinite(out.scale) && out.scale > 0, op, ": output_scale must be positive and finite, got ",
+                    out.scale);
+  TORCH_CHECK_VALUE(input_zero_point >= -128 && input_zero_point <= 127, op,
+                    ": input_zero_point must be in [-128, 127], got ", input_zero_point);
+  TORCH_CHECK_VALUE(-128 <= out.quant_min && out.quant_min <= out.quant_max && out.quant_max <= 127, op,
+                    ": need -128 <= output_quant_min <= output_quant_max <= 127, got ", out.quant_min, " and ",
+                    out.quant_max);
+  const int64_t n = weight_scales.size(0);
+  if (bias.has_value()) {
+    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n && at::isFloatingType(bias->scalar_type()), op,
+                      ": bias must be a float [", n, "], got ", bias->scalar_type(), " of shape ", bias->sizes());
+  }
+  TORCH_CHECK_VALUE(packed.device() == input.device() && weight_scales.device() == input.device(), op,
+                    ": input, packed_weight and weight_scales must be on one device");
+}
+
+void checkPacked(const char* op, const at::Tensor& packed, int64_t n, int64_t k, const char* k_from) {
+  const std::vector<int64_t> want = packedWeightShape(n, k, 8);
+  TORCH_CHECK_VALUE(packed.size(0) == want[0] && packed.size(1) == want[1], op, ": packed_weight has shape ",
+                    packed.sizes(), " but a packed [", n, ", ", k, "] weight (out_features from weight_scales, ",
+                    "in_features from ", k_from, ") has shape [", want[0], ", ", want[1], "]");
+}
+
+}  // namespace
+
+std::array<int64_t, 3> checkLinearQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                                     const at::Tensor& packed, const at::Tensor& weight_scales,
+                                     const c10::optional<at::Tensor>& bias, const Q8Output& out) {
+  checkCommon("linear_q8", input, input_scale, input_zero_point, packed, weight_scales, bias, out);
+  TORCH_CHECK_VALUE(input.dim() >= 1 && input.size(-1) > 0, "linear_q8: input must have a non-empty last dimension");
+  const int64_t k = input.size(-1), n = weight_scales.size(0);
+  TORCH_CHECK_VALUE(n > 0, "linear_q8: weight_scales must not be empty");
+  checkPacked("linear_q8", packed, n, k, "input.size(-1)");
+  return {input.numel() / k, k, n};
+}
+
+Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                               const at::Tensor& packed, const at::Tensor& weight_scales,
+                               const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
+                               at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                               const Q8Output& out) {
+  checkCommon("conv2d_q8", input, input_scale, input_zero_point, packed, weight_scales, bias, out);
+  TORCH_CHECK_VALUE(input.dim() == 4, "conv2d_q8: input must be 4-d [N, C, H, W], got ", input.dim(), "-d");
+  for (const auto& [name, v] : {std::pair<const char*, at::IntArrayRef>{"kernel_size", kernel_size},
+                                {"stride", stride}, {"padding", padding}, {"dilation", dilation}}) {
+    TORCH_CHECK_VALUE(v.size() == 2, "conv2d_q8: ", name, " must have 2 values, got ", v.size());
+  }
+  Conv2dQ8Geometry g;
+  g.n = input.size(0), g.c = input.size(1), g.h = input.size(2), g.w = input.size(3);
+  g.oc = weight_scales.size(0), g.kh = kernel_size[0], g.kw = kernel_size[1];
+  g.sh = stride[0], g.sw = stride[1], g.ph = padding[0], g.pw = padding[1], g.dh = dilation[0], g.dw = dilation[1];
+  TORCH_CHECK_VALUE(g.kh > 0 && g.kw > 0 && g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0,
+                    "conv2d_q8: kernel_size, stride and dilation must be positive and padding non-negative, got ",
+                    kernel_size, ", ", stride, ", ", dilation, " and ", padding);
+  g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  TORCH_CHECK_VALUE(g.oh > 0 && g.ow > 0, "conv2d_q8: the output would be empty: input ", input.sizes(),
+                    " is smaller than the dilated kernel");
+  TORCH_CHECK_VALUE(g.oc > 0 && g.c > 0, "conv2d_q8: channels must be positive");
+  checkPacked("conv2d_q8", packed, g.oc, g.k(), "input channels x kernel_size");
+  return g;
+}
+
+}  // namespace pt2q

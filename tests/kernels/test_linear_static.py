@@ -1,0 +1,193 @@
+"""linear_q8 / conv2d_q8 (static int8 in, int8 out) on CPU against an independent fp64
+computation from the codes (torch's F.linear / F.conv2d in fp64, quantize_per_tensor's rounding)
+and against the quantize/dequantize chain they replace (torch's quantized_decomposed ops around
+an fp32 F.linear / F.conv2d): codes equal to the fp64 ones except within fp32 rounding of a .5
+tie (there at most one apart); fused relu; every ISA's kernels; opcheck, export, compile; errors."""
+
+import pytest
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401
+import torch.nn.functional as F
+from torch.library import opcheck
+
+import pt2q  # noqa: F401
+from pt2q import _C
+from tests.kernels.test_linear_weight_only import ISA_CASES, run_under_isa
+
+P = torch.ops.pt2q
+QD = torch.ops.quantized_decomposed
+REF = _C.reference
+
+
+def make(n, k, m_shape, seed=0, bias=True):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=g)
+    sw = torch.rand(n, generator=g) * 0.01 + 1e-3
+    x = torch.randint(-128, 128, (*m_shape, k), dtype=torch.int8, generator=g)
+    b = torch.randn(n, generator=g) if bias else None
+    sx, zx = 0.02 + 0.01 * torch.rand((), generator=g).item(), int(torch.randint(-20, 20, (), generator=g))
+    # an output scale that spreads y over most of the int8 range
+    y = F.linear((x.double() - zx) * sx, w.double() * sw.double()[:, None], None if b is None else b.double())
+    so, zo = float(y.abs().max()) / 100, int(torch.randint(-10, 10, (), generator=g))
+    return x, sx, zx, w, sw, b, so, zo
+
+
+def exact(acc, sx, sw, b, so, zo, qmin, qmax, channel_dim):
+    """The fp64 value before rounding and its codes."""
+    shape = [1] * acc.dim()
+    shape[channel_dim] = -1
+    y = acc * sx * sw.double().reshape(shape) + (0 if b is None else b.double().reshape(shape))
+    v = y * (1.0 / so)
+    return v, (v.round() + zo).clamp(qmin, qmax).to(torch.int8)
+
+
+def check_codes(got, v, want, zo, qmin, qmax):
+    assert got.dtype == torch.int8 and got.shape == want.shape
+    diff = (got.int() - want.int()).abs()
+    near_tie = ((v - v.floor() - 0.5).abs() < 1e-4) | ((v + zo) < qmin - 1) | ((v + zo) > qmax + 1)
+    assert bool((diff <= 1).all()), diff.max()
+    assert bool((diff[~near_tie] == 0).all()), "codes differ away from a rounding tie"
+
+
+def check_linear(x, sx, zx, w, sw, b, so, zo, qmin=-128, qmax=127):
+    packed = P.pack_weight_int8(w)
+    got = P.linear_q8(x, sx, zx, packed, sw, b, so, zo, qmin, qmax)
+    acc = F.linear(x.double() - zx, w.double())
+    v, want = exact(acc, sx, sw, b, so, zo, qmin, qmax, -1)
+    check_codes(got, v, want, zo, qmin, qmax)
+    ref = REF.linear_q8(x, sx, zx, packed, sw, b, so, zo, qmin, qmax)
+    assert torch.equal(ref, want)
+    return got
+
+
+@pytest.mark.parametrize("m_shape", [(1,), (2,), (7,), (16,), (33,), (128,), (3, 5)])
+@pytest.mark.parametrize("n,k", [(5, 33), (67, 256), (130, 512), (64, 1000)])
+def test_linear_matches_fp64(m_shape, n, k):
+    check_linear(*make(n, k, m_shape, seed=n + k + len(m_shape)))
+
+
+def test_linear_fused_relu_and_no_bias():
+    x, sx, zx, w, sw, b, so, zo = make(40, 96, (9,), seed=3, bias=False)
+    got = check_linear(x, sx, zx, w, sw, None, so, zo, qmin=zo)
+    assert bool((got >= zo).all())
+
+
+def test_linear_against_the_qdq_chain():
+    """The graph it replaces: dq(x) -> F.linear(fp32) with dq(w) -> quantize_per_tensor."""
+    x, sx, zx, w, sw, b, so, zo = make(300, 512, (64,), seed=7)
+    got = P.linear_q8(x, sx, zx, P.pack_weight_int8(w), sw, b, so, zo)
+    xd = QD.dequantize_per_tensor(x, sx, zx, -128, 127, torch.int8)
+    wd = QD.dequantize_per_channel(w, sw, torch.zeros(300, dtype=torch.int64), 0, -127, 127, torch.int8)
+    want = QD.quantize_per_tensor(F.linear(xd, wd, b), so, zo, -128, 127, torch.int8)
+    diff = (got.int() - want.int()).abs()
+    assert bool((diff <= 1).all()) and diff.float().mean() < 0.01
+
+
+def pack_conv(w):
+    """conv2d_q8's weight: channels last, (out, kh, kw, in), then packed."""
+    return P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(w.shape[0], -1).contiguous())
+
+
+def conv_case(n, c, h, w_, oc, ks, st, pad, dil, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randint(-127, 128, (oc, c, *ks), dtype=torch.int8, generator=g)
+    sw = torch.rand(oc, generator=g) * 0.01 + 1e-3
+    x = torch.randint(-128, 128, (n, c, h, w_), dtype=torch.int8, generator=g)
+    b = torch.randn(oc, generator=g)
+    sx, zx = 0.03, int(torch.randint(-20, 20, (), generator=g))
+    acc = F.conv2d(x.double() - zx, w.double(), None, st, pad, dil)
+    y = acc * sx * sw.double()[None, :, None, None] + b.double()[None, :, None, None]
+    so, zo = float(y.abs().max()) / 100, 3
+    return x, sx, zx, w, sw, b, so, zo, acc
+
+
+@pytest.mark.parametrize("shape", [
+    (1, 3, 8, 8, 16, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 16, 9, 7, 32, (3, 3), (2, 2), (1, 1), (1, 1)),
+    (1, 8, 12, 12, 5, (5, 3), (1, 2), (2, 0), (2, 1)),
+    (3, 32, 4, 4, 64, (1, 1), (1, 1), (0, 0), (1, 1)),
+])
+def test_conv2d_matches_fp64(shape):
+    n, c, h, w_, oc, ks, st, pad, dil = shape
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(*shape, seed=c)
+    packed = pack_conv(w)
+    for qmin in (-128, zo):
+        got = P.conv2d_q8(x, sx, zx, packed, sw, b, ks, st, pad, dil, so, zo, qmin, 127)
+        v, want = exact(acc, sx, sw, b, so, zo, qmin, 127, 1)
+        check_codes(got, v, want, zo, qmin, 127)
+        assert torch.equal(REF.conv2d_q8(x, sx, zx, packed, sw, b, ks, st, pad, dil, so, zo, qmin, 127), want)
+
+
+def test_conv2d_against_the_qdq_chain():
+    x, sx, zx, w, sw, b, so, zo, _ = conv_case(2, 16, 10, 10, 32, (3, 3), (1, 1), (1, 1), (1, 1), seed=9)
+    got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [1, 1], [1, 1], [1, 1], so, zo)
+    xd = QD.dequantize_per_tensor(x, sx, zx, -128, 127, torch.int8)
+    wd = QD.dequantize_per_channel(w, sw, torch.zeros(32, dtype=torch.int64), 0, -127, 127, torch.int8)
+    want = QD.quantize_per_tensor(F.conv2d(xd, wd, b, 1, 1), so, zo, -128, 127, torch.int8)
+    diff = (got.int() - want.int()).abs()
+    assert bool((diff <= 1).all()) and diff.float().mean() < 0.01
+
+
+def isa_check():
+    for m in (1, 3, 6, 40):
+        check_linear(*make(37, 130, (m,), seed=m))
+    check_linear(*make(37, 130, (6,), seed=1), qmin=0)
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(2, 5, 7, 7, 9, (3, 3), (2, 1), (1, 1), (1, 1), seed=2)
+    got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [2, 1], [1, 1], [1, 1], so, zo)
+    check_codes(got, *exact(acc, sx, sw, b, so, zo, -128, 127, 1), zo, -128, 127)
+
+
+@pytest.mark.parametrize("cap,kernels", ISA_CASES)
+def test_every_isa_kernel(cap, kernels):
+    run_under_isa("tests.kernels.test_linear_static", cap, kernels)
+
+
+def test_opcheck():
+    x, sx, zx, w, sw, b, so, zo = make(12, 64, (3,))
+    opcheck(P.linear_q8.default, (x, sx, zx, P.pack_weight_int8(w), sw, b, so, zo, zo, 127))
+    xc, sx, zx, wc, sw, b, so, zo, _ = conv_case(1, 4, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1))
+    opcheck(P.conv2d_q8.default, (xc, sx, zx, pack_conv(wc), sw, b, [3, 3], [1, 1], [1, 1],
+                                  [1, 1], so, zo, -128, 127))
+
+
+class StaticConv(torch.nn.Module):
+    def __init__(self, w, sw, b):
+        super().__init__()
+        self.register_buffer("packed", pack_conv(w))
+        self.register_buffer("sw", sw)
+        self.register_buffer("b", b)
+
+    def forward(self, x):
+        return P.conv2d_q8(x, 0.03, 2, self.packed, self.sw, self.b, [3, 3], [1, 1], [1, 1], [1, 1], 0.5, 0)
+
+
+def test_export_and_compile_match_eager():
+    x, _, _, w, sw, b, _, _, _ = conv_case(2, 4, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1))
+    m = StaticConv(w, sw, b)
+    ep = torch.export.export(m, (x,))
+    assert "pt2q.conv2d_q8.default" in {str(n.target) for n in ep.graph.nodes}
+    assert torch.equal(ep.module()(x), m(x))
+    assert torch.equal(torch.compile(m, fullgraph=True)(x), m(x))
+
+
+def test_errors_name_the_argument():
+    x, sx, zx, w, sw, b, so, zo = make(12, 64, (3,))
+    packed = P.pack_weight_int8(w)
+    with pytest.raises(ValueError, match="linear_q8: input must be int8 codes"):
+        P.linear_q8(x.float(), sx, zx, packed, sw, b, so, zo)
+    with pytest.raises(ValueError, match=r"linear_q8: packed_weight has shape \[3, 256\] but a packed \[12, 48\]"):
+        P.linear_q8(x[:, :48], sx, zx, packed, sw, b, so, zo)
+    with pytest.raises(ValueError, match="linear_q8: output_scale must be positive and finite, got 0"):
+        P.linear_q8(x, sx, zx, packed, sw, b, 0.0, zo)
+    with pytest.raises(ValueError, match="linear_q8: input_zero_point must be in"):
+        P.linear_q8(x, sx, 300, packed, sw, b, so, zo)
+    with pytest.raises(ValueError, match=r"linear_q8: need -128 <= output_quant_min <= output_quant_max <= 127"):
+        P.linear_q8(x, sx, zx, packed, sw, b, so, zo, 5, 4)
+    with pytest.raises(ValueError, match=r"linear_q8: bias must be a float \[12\]"):
+        P.linear_q8(x, sx, zx, packed, sw, b[:3], so, zo)
+    xc = torch.zeros(1, 4, 2, 2, dtype=torch.int8)
+    with pytest.raises(ValueError, match="conv2d_q8: the output would be empty"):
+        P.conv2d_q8(xc, sx, zx, P.pack_weight_int8(torch.zeros(8, 36, dtype=torch.int8)), torch.ones(8), None,
+                    [3, 3], [1, 1], [0, 0], [1, 1], so, zo)
+    with pytest.raises(ValueError, match=r"conv2d_q8: packed_weight has shape .* in_features from input channels"):
+        P.conv2d_q8(xc, sx, zx, packed, torch.ones(8), None, [1, 1], [1, 1], [0, 0], [1, 1], so, zo)
