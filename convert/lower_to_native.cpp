@@ -56,7 +56,11 @@ std::optional<Weight> lowerableWeight(const Graph& g, const Argument& wa) {
   if (!wa.isNode()) return std::nullopt;
   Node* dq = wa.node();
   const auto& a = dq->args();
-  if (!dq->kwargs().empty()) return std::nullopt;
+  // A bf16 / fp16 model's dequantize carries out_dtype: the native ops compute in fp32 and return
+  // the input's dtype, as the dequantize-then-linear in that dtype does (up to its roundings).
+  for (const auto& [key, value] : dq->kwargs()) {
+    if (key != "out_dtype" || !value.is<c10::ScalarType>()) return std::nullopt;
+  }
   const bool per_channel = dq->target() == "quantized_decomposed.dequantize_per_channel" && a.size() == 7 &&
                            isInt(a[3], 0) && isInt8(a[6]);
   const bool per_group = dq->target() == "quantized_decomposed.dequantize_per_channel_group" && a.size() == 8 &&

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import os
 import statistics
 import sys
@@ -122,35 +123,43 @@ def main():
     x = torch.randn(1, 1, args.hidden)
     with torch.no_grad():
         ref = model(x)
-    rows = []
-    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-        m = copy.deepcopy(model).to(dtype)
-        ep = torch.export.export(m, (x.to(dtype),)).module()
-        rows.append((f"float {name}", ep, x.to(dtype), None))
-    schemes = [("int8 weight-only (linear_w8a16)", Int8WeightOnlyQuantizer()),
-               ("int4 g128 weight-only (linear_w4a16)", Int4WeightOnlyQuantizer(128)),
-               ("int8 dyn act, int8 w (linear_w8a8)", Int8DynActInt8WeightQuantizer()),
-               ("int8 dyn act, int4 g128 w (linear_w4a8)", Int8DynActInt4WeightQuantizer(128))]
-    for name, q in schemes:
-        for dtype in (torch.float32, torch.bfloat16):
-            m = copy.deepcopy(model).to(dtype)
-            t = time.perf_counter()
-            p = pt2q.prepare_pt2e(torch.export.export(m, (x.to(dtype),)).module(), q)
-            low = pt2q.convert_pt2e(p, lower_to_native=True)
-            rows.append((f"{name}, {str(dtype)[6:]} x", low, x.to(dtype), time.perf_counter() - t))
-    base = None
     print("| model | weights MB | ms / token | tokens / s | vs float fp32 | weights / BW floor ms | "
           "% of floor | max abs diff vs fp32 | prepare+convert s |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, m, xi, t_flow in rows:
+    base = [None]
+
+    def row(name, m, xi, t_flow):
+        # One model at a time: a dozen copies of the float weights would not fit in memory.
         ms = step_ms(m, xi, args.steps)
-        base = base or ms
+        base[0] = base[0] or ms
         wb = weight_bytes(m)
         floor = wb / bw * 1e3
         with torch.no_grad():
             diff = (m(xi).float() - ref).abs().max().item()
-        print(f"| {name} | {wb / 1e6:.1f} | {ms:.2f} | {1e3 / ms:.1f} | {base / ms:.2f}x | {floor:.2f} | "
-              f"{100 * floor / ms:.0f} % | {diff:.3g} | {'' if t_flow is None else f'{t_flow:.1f}'} |")
+        print(f"| {name} | {wb / 1e6:.1f} | {ms:.2f} | {1e3 / ms:.1f} | {base[0] / ms:.2f}x | {floor:.2f} | "
+              f"{100 * floor / ms:.0f} % | {diff:.3g} | {'' if t_flow is None else f'{t_flow:.1f}'} |", flush=True)
+
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        m = model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)
+        row(f"float {name}", torch.export.export(m, (x.to(dtype),)).module(), x.to(dtype), None)
+        del m
+        gc.collect()
+    schemes = [("int8 weight-only (linear_w8a16)", Int8WeightOnlyQuantizer),
+               ("int4 g128 weight-only (linear_w4a16)", lambda: Int4WeightOnlyQuantizer(128)),
+               ("int8 dyn act, int8 w (linear_w8a8)", Int8DynActInt8WeightQuantizer),
+               ("int8 dyn act, int4 g128 w (linear_w4a8)", lambda: Int8DynActInt4WeightQuantizer(128))]
+    for name, make_quantizer in schemes:
+        for dtype in (torch.float32, torch.bfloat16):
+            m = model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)
+            t = time.perf_counter()
+            p = pt2q.prepare_pt2e(torch.export.export(m, (x.to(dtype),)).module(), make_quantizer())
+            low = pt2q.convert_pt2e(p, lower_to_native=True)
+            t_flow = time.perf_counter() - t
+            del p, m
+            gc.collect()
+            row(f"{name}, {str(dtype)[6:]} x", low, x.to(dtype), t_flow)
+            del low
+            gc.collect()
 
 
 if __name__ == "__main__":

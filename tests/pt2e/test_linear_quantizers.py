@@ -170,3 +170,19 @@ def test_errors():
     with pytest.raises(ValueError, match=r"per-token activations are dynamic int8 in \[-128, 127\]"):
         pt2q.observer.PerTokenDynamicObserver(dtype=torch.uint8, quant_min=0, quant_max=255)
     assert isinstance(Int8WeightOnlyQuantizer().set_module_name("a"), Int8WeightOnlyQuantizer)
+
+
+@pytest.mark.parametrize("make_q,native", [(Int8WeightOnlyQuantizer, P.linear_w8a16.default),
+                                           (lambda: Int4WeightOnlyQuantizer(32), P.linear_w4a16.default),
+                                           (Int8DynActInt8WeightQuantizer, P.linear_w8a8.default),
+                                           (lambda: Int8DynActInt4WeightQuantizer(32), P.linear_w4a8.default)])
+def test_bf16_models_lower_too(make_q, native):
+    """A bf16 model's weight dequantize carries out_dtype=bfloat16 (or output_dtype): it lowers all
+    the same, and the native op (fp32 inside, bf16 out) stays within bf16 rounding of the q/dq model."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 128).to(torch.bfloat16)
+    qdq, low = _flow(TwoLayers().eval().to(torch.bfloat16), (x,), make_q())
+    assert _targets(low).count(native) == 2 and not any("quantized_decomposed" in str(t) for t in _targets(low))
+    a, b = qdq(x).float(), low(x).float()
+    assert low(x).dtype == torch.bfloat16
+    assert float((a - b).abs().max()) <= 0.05 * float(a.abs().max()) + 1e-3
