@@ -24,7 +24,8 @@ const std::set<std::string> kDQ = [] {
   return s;
 }();
 const std::set<std::string> kChoose = {"torchao.choose_qparams_affine", "quantized_decomposed.choose_qparams.tensor",
-                                       "quantized_decomposed.choose_qparams_symmetric.tensor"};
+                                       "quantized_decomposed.choose_qparams_symmetric.tensor",
+                                       "quantized_decomposed.choose_qparams_per_token_asymmetric"};
 const std::set<std::string> kViews = {"aten.flatten.using_ints", "aten.permute", "aten.permute_copy",
                                       "aten.slice_copy.Tensor", "aten.squeeze.dim", "aten.squeeze_copy.dim",
                                       "aten.transpose.int", "aten.transpose_", "aten.view_copy", "aten.view",
@@ -71,7 +72,10 @@ bool connected(const Node* source, const Node* dest) {
 void portInput(Node* producer, Node* user, const QSpecRef& spec) {
   if (spec.kind == QSpecRef::Kind::kNone) return;
   if (spec.kind == QSpecRef::Kind::kSpec && spec.attr("is_dynamic") == std::optional<std::string>("True")) {
+    // Breadth first over the users, each node once: the graph below is a DAG whose paths can
+    // multiply with every layer.
     std::deque<Node*> queue(producer->users().begin(), producer->users().end());
+    std::set<const Node*> seen(queue.begin(), queue.end());
     Node* choose = nullptr;
     while (!queue.empty() && choose == nullptr) {
       Node* n = queue.front();
@@ -81,7 +85,9 @@ void portInput(Node* producer, Node* user, const QSpecRef& spec) {
         choose = n;
         break;
       }
-      for (Node* u : n->users()) queue.push_back(u);
+      for (Node* u : n->users()) {
+        if (seen.insert(u).second) queue.push_back(u);
+      }
     }
     if (choose == nullptr) return;
     std::vector<Node*> items = realUsers(choose);

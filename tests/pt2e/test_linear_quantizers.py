@@ -186,3 +186,33 @@ def test_bf16_models_lower_too(make_q, native):
     a, b = qdq(x).float(), low(x).float()
     assert low(x).dtype == torch.bfloat16
     assert float((a - b).abs().max()) <= 0.05 * float(a.abs().max()) + 1e-3
+
+
+class Deep(nn.Module):
+    def __init__(self, depth=16):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(32, 32) for _ in range(depth))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = x + layer(x)  # residuals: the paths through the graph double with every layer
+        return x
+
+
+def test_per_token_chains_get_their_consumers_metadata_in_deep_graphs():
+    """The per-token choose/quantize/dequantize take the stack trace of the linear they feed
+    (torchao's PortNodeMetaForQDQ for dynamic chains); the search for them visits each node once
+    (it used to walk every path of a residual graph: 16 layers would not convert in hours)."""
+    x = torch.randn(2, 32)
+    p = pt2q.prepare_pt2e(torch.export.export(Deep().eval(), (x,)).module(), Int8DynActInt8WeightQuantizer())
+    qdq = pt2q.convert_pt2e(p)
+    chooses = [n for n in qdq.graph.nodes if n.target == QD.choose_qparams_per_token_asymmetric.default]
+    assert len(chooses) == 16
+    for choose in chooses:
+        getitem = list(choose.users)[-1]
+        q = next(u for u in getitem.users if u.target == QD.quantize_per_token.default)
+        dq = next(iter(q.users))
+        linear = next(iter(dq.users))
+        assert linear.target == torch.ops.aten.linear.default
+        trace = linear.meta.get("stack_trace")
+        assert trace and all(n.meta.get("stack_trace") == trace for n in (choose, q, dq))
