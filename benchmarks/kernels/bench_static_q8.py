@@ -1,0 +1,96 @@
+"""Static int8 conv2d and linear on CPU: pt2q.conv2d_q8 / linear_q8 (int8 codes in and out)
+against the float ops they replace (F.conv2d / F.linear in fp32, the baseline, and bf16) and
+against the eager quantize/dequantize chain of an unlowered XNNPACK graph (torch's
+dequantize_per_tensor -> fp32 op -> quantize_per_tensor), on ResNet-style convolutions and the
+demo CNN's small ones, and Llama-style linears at prefill row counts. Compute-bound: "GB/s" and
+"% BW" count the int8 operands only and are for reference.
+
+    python benchmarks/kernels/bench_static_q8.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pt2q  # noqa: E402
+from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
+from registry import Case, bandwidth_line, measure_bandwidth, report, run  # noqa: E402
+
+P = torch.ops.pt2q
+QD = torch.ops.quantized_decomposed
+CONVS = [  # batch, in channels, size, out channels, kernel, stride
+    (64, 1, 8, 16, 3, 1), (64, 16, 8, 32, 3, 1),  # the demo's digits CNN
+    (1, 64, 56, 64, 3, 1), (1, 128, 28, 128, 3, 1), (1, 256, 14, 256, 3, 1), (1, 256, 56, 64, 1, 1),
+    (8, 128, 28, 128, 3, 1), (1, 64, 56, 128, 3, 2),
+]
+LINEARS = [(4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]  # N, K, M
+
+
+def conv_cases():
+    out = []
+    g = torch.Generator().manual_seed(0)
+    for n, c, h, oc, k, s in CONVS:
+        x = torch.randint(-128, 128, (n, c, h, h), dtype=torch.int8, generator=g)
+        w = torch.randint(-127, 128, (oc, c, k, k), dtype=torch.int8, generator=g)
+        sw, b = torch.rand(oc, generator=g) * 0.01 + 1e-3, torch.randn(oc, generator=g)
+        packed = P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(oc, -1).contiguous())
+        xf, wf = (x.float() - 3) * 0.02, w.float() * sw[:, None, None, None]
+        pad = k // 2
+        group = f"conv2d N={n} C={c} H=W={h} OC={oc} k={k} s={s}"
+        nbytes = x.numel() + w.numel() + n * oc * (h // s) ** 2
+        out.append(Case(group, "F.conv2d fp32", lambda xf=xf, wf=wf, b=b, s=s, p=pad: F.conv2d(xf, wf, b, s, p),
+                        4 * nbytes, baseline=True))
+        xb, wb, bb = xf.bfloat16(), wf.bfloat16(), b.bfloat16()
+        out.append(Case(group, "F.conv2d bf16", lambda xb=xb, wb=wb, bb=bb, s=s, p=pad: F.conv2d(xb, wb, bb, s, p),
+                        2 * nbytes))
+        zeros = torch.zeros(oc, dtype=torch.int64)
+
+        def chain(x=x, w=w, sw=sw, b=b, s=s, p=pad, zeros=zeros):
+            xd = QD.dequantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8)
+            wd = QD.dequantize_per_channel(w, sw, zeros, 0, -127, 127, torch.int8)
+            return QD.quantize_per_tensor(F.conv2d(xd, wd, b, s, p), 0.05, 0, -128, 127, torch.int8)
+
+        out.append(Case(group, "q/dq chain (eager)", chain, nbytes))
+        out.append(Case(group, "pt2q.conv2d_q8",
+                        lambda x=x, pk=packed, sw=sw, b=b, k=k, s=s, p=pad: P.conv2d_q8(
+                            x, 0.02, 3, pk, sw, b, [k, k], [s, s], [p, p], [1, 1], 0.05, 0), nbytes))
+    return out
+
+
+def linear_cases():
+    out = []
+    g = torch.Generator().manual_seed(1)
+    for n, k, m in LINEARS:
+        x = torch.randint(-128, 128, (m, k), dtype=torch.int8, generator=g)
+        w = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=g)
+        sw, b = torch.rand(n, generator=g) * 0.01 + 1e-3, torch.randn(n, generator=g)
+        packed = P.pack_weight_int8(w)
+        xf, wf = (x.float() - 3) * 0.02, w.float() * sw[:, None]
+        group = f"linear N={n} K={k} M={m}"
+        nbytes = x.numel() + w.numel() + m * n
+        out.append(Case(group, "F.linear fp32", lambda xf=xf, wf=wf, b=b: F.linear(xf, wf, b), 4 * nbytes,
+                        baseline=True))
+        xb, wb, bb = xf.bfloat16(), wf.bfloat16(), b.bfloat16()
+        out.append(Case(group, "F.linear bf16", lambda xb=xb, wb=wb, bb=bb: F.linear(xb, wb, bb), 2 * nbytes))
+        out.append(Case(group, "pt2q.linear_q8", lambda x=x, pk=packed, sw=sw, b=b: P.linear_q8(
+            x, 0.02, 3, pk, sw, b, 0.05, 0), nbytes))
+    return out
+
+
+def main():
+    _reexec_with_caching_malloc()
+    bw, probes = measure_bandwidth()
+    print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}")
+    print(bandwidth_line(bw, probes))
+    report(run(conv_cases() + linear_cases(), bw), bw)
+
+
+if __name__ == "__main__":
+    main()
