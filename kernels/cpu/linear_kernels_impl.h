@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #if defined(PT2Q_VEC_AVX512) || defined(PT2Q_VEC_AVX2)
 #include <immintrin.h>
@@ -23,6 +24,13 @@ namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
 constexpr int64_t kRows = 4;
 constexpr int64_t kRowBytes = 16;  // bytes of one row in one chunk
 
+// bf16 bits of a finite float, rounded to nearest even.
+inline uint16_t bf16Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return static_cast<uint16_t>((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+}
+
 // ---- fp32 vectors of the ISA -------------------------------------------------------------------
 #if defined(PT2Q_VEC_AVX512)
 struct V {
@@ -33,6 +41,16 @@ struct V {
   static V set1(float s) { return {_mm512_set1_ps(s)}; }
   static V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
   static float sum(V a) { return _mm512_reduce_add_ps(a.v); }
+  static V sub(V a, V b) { return {_mm512_sub_ps(a.v, b.v)}; }
+  static V mul(V a, V b) { return {_mm512_mul_ps(a.v, b.v)}; }
+  void store(float* p) const { _mm512_storeu_ps(p, v); }
+  // bf16 rounded to nearest even (finite values), as c10::BFloat16's conversion.
+  void storeBf16(uint16_t* p) const {
+    const __m512i b = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+  }
 };
 // `lanes` bytes from p widened to fp32: signed codes, or the low / high nibbles.
 inline V widenI8(const int8_t* p) {
@@ -57,6 +75,14 @@ struct V {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+  }
+  static V sub(V a, V b) { return {_mm256_sub_ps(a.v, b.v)}; }
+  static V mul(V a, V b) { return {_mm256_mul_ps(a.v, b.v)}; }
+  void store(float* p) const { _mm256_storeu_ps(p, v); }
+  void storeBf16(uint16_t* p) const {
+    alignas(32) float f[kLanes];
+    _mm256_store_ps(f, v);
+    for (int l = 0; l < kLanes; ++l) p[l] = bf16Bits(f[l]);
   }
 };
 inline V widenI8(const int8_t* p) {
@@ -92,6 +118,20 @@ struct V {
     float s = 0.0f;
     for (float e : a.v) s += e;
     return s;
+  }
+  static V sub(V a, V b) {
+    for (int l = 0; l < kLanes; ++l) a.v[l] -= b.v[l];
+    return a;
+  }
+  static V mul(V a, V b) {
+    for (int l = 0; l < kLanes; ++l) a.v[l] *= b.v[l];
+    return a;
+  }
+  void store(float* p) const {
+    for (int l = 0; l < kLanes; ++l) p[l] = v[l];
+  }
+  void storeBf16(uint16_t* p) const {
+    for (int l = 0; l < kLanes; ++l) p[l] = bf16Bits(v[l]);
   }
 };
 inline V widenI8(const int8_t* p) {
@@ -170,6 +210,35 @@ void block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, i
   }
 }
 
+// Rows [n0, n1) of a packed weight dequantized, (v - zp) * s in fp32 (the int4 nibbles hold
+// v + 8, so u - (8 + zp): the same exact small-integer difference), row-major [n1 - n0, kp] as
+// fp32 or bf16 (rounded to nearest even). The padding columns come out zero.
+template <class Decode>
+void dequantRows(const int8_t* packed, int64_t kp, int64_t n0, int64_t n1, const float* s, const float* zp,
+                 int64_t groups, int64_t group_chunks, void* out, bool bf16) {
+  const int64_t chunks = kp / Decode::kChunkK, row_bytes = chunks * kRowBytes;
+  const float offset = Decode::kChunkK == 32 ? 8.0f : 0.0f;
+  for (int64_t r = n0; r < n1; ++r) {
+    const int8_t* block = packed + (r / kRows) * kRows * row_bytes + (r % kRows) * kRowBytes;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t g = r * groups + c / group_chunks;
+      const V scale = V::set1(s[g]), zero = V::set1(offset + (zp != nullptr ? zp[g] : 0.0f));
+      V v[Decode::kVecs];
+      int64_t off[Decode::kVecs];
+      Decode::decode(block + c * kRows * kRowBytes, v, off);
+      const int64_t base = (r - n0) * kp + c * Decode::kChunkK;
+      for (int h = 0; h < Decode::kVecs; ++h) {
+        const V y = V::mul(V::sub(v[h], zero), scale);
+        if (bf16) {
+          y.storeBf16(static_cast<uint16_t*>(out) + base + off[h]);
+        } else {
+          y.store(static_cast<float*>(out) + base + off[h]);
+        }
+      }
+    }
+  }
+}
+
 template <class Decode>
 void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
                 int64_t group_chunks, const float* scales, int64_t s_stride, float* out) {
@@ -191,6 +260,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        name,
                        &block4Rows<DecodeI8>,
                        &block4Rows<DecodeI4>,
+                       &dequantRows<DecodeI8>,
+                       &dequantRows<DecodeI4>,
                        &quantizeRowsI8,
                        &weightSums<WI8>,
                        &weightSums<WI4>,

@@ -21,6 +21,12 @@ using LinearW8Block4Fn = void (*)(const int8_t* w, const float* x, int64_t x_str
 /// u = v + 8, and out = sum_g s * sum u * x (the caller subtracts s * (8 + zp) * sum x).
 using LinearW4Block4Fn = LinearW8Block4Fn;
 
+/// Rows [n0, n1) of a packed weight ("n4k16" / "n4k32", kp padded k-values per row) dequantized:
+/// (v - zp) * s in fp32 with the group's scale s[r * groups + g] and zero point (zp may be null),
+/// written row-major [n1 - n0, kp] as fp32 or, when bf16, as bf16 bits rounded to nearest even.
+using LinearDequantRowsFn = void (*)(const int8_t* packed, int64_t kp, int64_t n0, int64_t n1, const float* s,
+                                     const float* zp, int64_t groups, int64_t group_chunks, void* out, bool bf16);
+
 /// Per-token asymmetric int8 quantization of `rows` fp32 rows of length k (quantized_decomposed's
 /// choose_qparams_per_token_asymmetric + quantize_per_token, bit for bit): codes stored as
 /// xu = q + 128, scales (fp64, the fp32 scale widened) and zero points per row. Returns the first
@@ -49,6 +55,8 @@ struct LinearKernels {
   const char* name;
   LinearW8Block4Fn w8_block4;
   LinearW4Block4Fn w4_block4;
+  LinearDequantRowsFn w8_dequant;
+  LinearDequantRowsFn w4_dequant;
   QuantizeRowsI8Fn quantize_rows_i8;
   LinearWeightSumsFn w8_sums;
   LinearWeightSumsFn w4_sums;

@@ -58,33 +58,6 @@ at::Tensor packWeightCpu(const at::Tensor& weight) {
   return out;
 }
 
-// Rows [n0, n1) of the dequantized weight, (v - zp) * s in fp32, row-major [n1 - n0, kp] (the
-// padding columns come out zero). One chunk shares one group, so the inner loops are plain
-// widen-subtract-scale loops the compiler vectorizes.
-template <int Bits, typename T>
-void dequantizeRows(const uint8_t* packed, int64_t kp, int64_t n0, int64_t n1, const float* s, const float* zp,
-                    int64_t groups, int64_t group_chunks, T* out) {
-  const int64_t chunk = packChunk(Bits), row_bytes = kp * Bits / 8;
-  for (int64_t r = n0; r < n1; ++r) {
-    const uint8_t* block = packed + (r / kPackRows) * kPackRows * row_bytes + (r % kPackRows) * kPackChunkBytes;
-    T* o = out + (r - n0) * kp;
-    for (int64_t c = 0; c * chunk < kp; ++c) {
-      const int64_t g = r * groups + c / group_chunks;
-      const float scale = s[g], zero = zp != nullptr ? zp[g] : 0.0f;
-      const uint8_t* codes = block + c * kPackRows * kPackChunkBytes;
-      T* oc = o + c * chunk;
-      for (int64_t l = 0; l < kPackChunkBytes; ++l) {
-        if (Bits == 8) {
-          oc[l] = static_cast<T>((static_cast<float>(static_cast<int8_t>(codes[l])) - zero) * scale);
-        } else {
-          oc[l] = static_cast<T>((static_cast<float>((codes[l] & 0xF) - 8) - zero) * scale);
-          oc[kPackChunkBytes + l] = static_cast<T>((static_cast<float>((codes[l] >> 4) - 8) - zero) * scale);
-        }
-      }
-    }
-  }
-}
-
 template <int Bits>
 at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
                                const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias) {
@@ -111,6 +84,8 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
   const int64_t chunks = kp / chunk;
   const int64_t group_chunks = g.groups == 1 ? chunks : g.group_size / chunk;
 
+  const auto dequant = Bits == 4 ? cpu::linearKernels().w4_dequant : cpu::linearKernels().w8_dequant;
+  const auto* w8p = reinterpret_cast<const int8_t*>(wp);
   if (m >= kGemmRows && input.scalar_type() == at::kBFloat16) {
     // bf16 activations: F.linear's numerics (weights in bf16, fp32 accumulation, one rounding of
     // the result) at the speed of its bf16 GEMM; tiles dequantize in parallel, then each GEMM
@@ -122,11 +97,10 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
         bias.has_value() ? c10::optional<at::Tensor>(bias->to(at::kBFloat16)) : c10::nullopt;
     for (int64_t n0 = 0; n0 < n; n0 += kBf16Tile) {
       const int64_t n1 = std::min(n, n0 + kBf16Tile);
-      auto* t = reinterpret_cast<c10::BFloat16*>(tile.data_ptr());
+      auto* t = reinterpret_cast<uint16_t*>(tile.data_ptr());
       at::parallel_for(n0, n1, 16, [&](int64_t r0, int64_t r1) {
-        dequantizeRows<Bits>(wp, kp, r0, r1, s.const_data_ptr<float>(),
-                             zp.defined() ? zp.const_data_ptr<float>() : nullptr, g.groups, group_chunks,
-                             t + (r0 - n0) * kp);
+        dequant(w8p, kp, r0, r1, s.const_data_ptr<float>(), zp.defined() ? zp.const_data_ptr<float>() : nullptr,
+                g.groups, group_chunks, t + (r0 - n0) * kp, /*bf16=*/true);
       });
       const at::Tensor wt = tile.slice(0, 0, n1 - n0).t();
       if (b16.has_value()) {
@@ -142,9 +116,8 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
       at::Tensor tile = at::empty({kGemmTile, kp}, xp.options());
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t n0 = t * kGemmTile, n1 = std::min(n, n0 + kGemmTile);
-        dequantizeRows<Bits>(wp, kp, n0, n1, s.const_data_ptr<float>(),
-                             zp.defined() ? zp.const_data_ptr<float>() : nullptr, g.groups, group_chunks,
-                             tile.data_ptr<float>());
+        dequant(w8p, kp, n0, n1, s.const_data_ptr<float>(), zp.defined() ? zp.const_data_ptr<float>() : nullptr,
+                g.groups, group_chunks, tile.data_ptr<float>(), /*bf16=*/false);
         out.slice(1, n0, n1).copy_(at::mm(xp, tile.slice(0, 0, n1 - n0).t()));
       }
     });

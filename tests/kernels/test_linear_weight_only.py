@@ -135,6 +135,8 @@ def isa_check(make=make, check=check):
         for m in (1, 2, 3, 6, 40):
             for groups in (0, 4):
                 check(*make(37, 128, groups, True, True, torch.float32, (m,), seed=m, bits=bits), bits=bits)
+        for dtype in (torch.float32, torch.bfloat16):  # many rows: the dequantize-then-GEMM paths
+            check(*make(37, 128, 4, True, True, dtype, (70,), seed=7, bits=bits), bits=bits)
 
 
 ISA_CASES = [("generic", "generic"), ("avx2", "avx2"), ("avx512", "avx512"), ("avx512_bf16", "avx512_vnni")]
