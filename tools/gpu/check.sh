@@ -4,6 +4,8 @@
 # (protobuf, googletest) and Python test wheels travel in .deps/ (see tools/gpu/README.md)
 # and are unpacked into a private sysroot, never into /.
 #   usage: bash tools/gpu/check.sh [--sanitize]      (results also under $OUT when set)
+#   PT2Q_GPU_TESTS="tests/kernels/test_linear_*.py ..." runs only those test files (the whole
+#   suite takes longer than one 10-minute device command: split it over two calls).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/pt2q-gpu-out}
@@ -39,8 +41,8 @@ ctest --test-dir build --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status
 tail -3 "$OUT/ctest.log"
 # One process per test file, so that a crash in one cannot hide the results of the others.
 : > "$OUT/pytest.log"
-for f in tests/test_*.py tests/kernels/test_*.py tests/mx/test_*.py tests/graph/test_*.py tests/observers/test_*.py \
-         tests/pt2e/test_*.py; do
+for f in ${PT2Q_GPU_TESTS:-tests/test_*.py tests/kernels/test_*.py tests/mx/test_*.py tests/graph/test_*.py \
+           tests/observers/test_*.py tests/pt2e/test_*.py}; do
   echo "===== $f" >> "$OUT/pytest.log"
   rc=0; python3 -m pytest "$f" -q -p no:cacheprovider --tb=short > /tmp/pt2q-one.log 2>&1 || rc=$?
   # 5: nothing collected (a file whose reference, e.g. torchao, is not installed there)
