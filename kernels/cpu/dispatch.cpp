@@ -110,6 +110,16 @@ const LinearKernels& linearKernels() {
   return *chosen;
 }
 
+LinearW4Bf16Block4Fn linearW4Bf16Kernel() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const LinearW4Bf16Block4Fn chosen =
+      affineKernels().isa == Isa::kAvx512 && bf16Allowed() && cpuHasBf16() ? linearW4Bf16Avx512() : nullptr;
+  return chosen;
+#else
+  return nullptr;
+#endif
+}
+
 std::vector<const LinearKernels*> availableLinearKernels() {
   std::vector<const LinearKernels*> out{&linearKernelsGeneric()};
 #if defined(__x86_64__) || defined(_M_X64)

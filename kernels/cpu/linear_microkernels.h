@@ -65,7 +65,17 @@ struct LinearKernels {
   LinearExpandInt4Fn expand_int4;
 };
 
-/// The table for this CPU (the affine kernels' ISA).
+/// W4A16 for bf16 activations: linear_w4a16's block of 4 rows ("n4k32") against 1 or 2 rows of
+/// bf16 x (padded to chunks * 32 values), each nibble read as u - 8 (no offset left to correct):
+///   out[m * 4 + r] = sum_g scales[r * s_stride + g] * sum_{k in g} (u - 8) * x[m][k]
+/// with bf16 products summed in fp32 by `vdpbf16ps`.
+using LinearW4Bf16Block4Fn = void (*)(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows,
+                                      int64_t chunks, int64_t group_chunks, const float* scales, int64_t s_stride,
+                                      float* out);
+/// That kernel when this CPU has AVX512_BF16 and PT2Q_CPU_ISA allows it (the default cap does,
+/// avx512 does not), else nullptr.
+LinearW4Bf16Block4Fn linearW4Bf16Kernel();
+
 const LinearKernels& linearKernels();
 /// Every table this CPU can run (tests compare them).
 std::vector<const LinearKernels*> availableLinearKernels();
@@ -76,6 +86,7 @@ const LinearKernels& linearKernelsAvx2();
 const LinearKernels& linearKernelsAvx512();
 /// AVX-512 with VNNI (`vpdpbusd`) for the int8-activation kernels.
 const LinearKernels& linearKernelsAvx512Vnni();
+LinearW4Bf16Block4Fn linearW4Bf16Avx512();
 #endif
 
 }  // namespace pt2q::cpu

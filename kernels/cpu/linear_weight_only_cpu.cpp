@@ -58,6 +58,27 @@ at::Tensor packWeightCpu(const at::Tensor& weight) {
   return out;
 }
 
+// The block kernel `fn` over every block of 4 weight rows (in parallel), two x rows per call;
+// out [m, n] fp32.
+template <typename Fn, typename X>
+void runBlocks(Fn fn, const int8_t* w, int64_t block_bytes, const X* x, int64_t kp, int64_t m, int64_t n,
+               int64_t chunks, int64_t group_chunks, const float* scales, int64_t groups, float* out) {
+  at::parallel_for(0, roundUp(n, kPackRows) / kPackRows, 8, [&](int64_t b0, int64_t b1) {
+    float tmp[2 * kPackRows];
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t rows = std::min(kPackRows, n - b * kPackRows);
+      for (int64_t m0 = 0; m0 < m; m0 += 2) {
+        const int64_t mx = std::min<int64_t>(2, m - m0);
+        fn(w + b * block_bytes, x + m0 * kp, kp, mx, chunks, group_chunks, scales + b * kPackRows * groups, groups,
+           tmp);
+        for (int64_t i = 0; i < mx; ++i) {
+          for (int64_t r = 0; r < rows; ++r) out[(m0 + i) * n + b * kPackRows + r] = tmp[i * kPackRows + r];
+        }
+      }
+    }
+  });
+}
+
 template <int Bits>
 at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
                                const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias) {
@@ -121,27 +142,23 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
         out.slice(1, n0, n1).copy_(at::mm(xp, tile.slice(0, 0, n1 - n0).t()));
       }
     });
+  } else if (Bits == 4 && input.scalar_type() == at::kBFloat16 && cpu::linearW4Bf16Kernel() != nullptr) {
+    // bf16 x meets bf16-decoded nibbles in vdpbf16ps; the +8 offset is in the decode table.
+    const auto fn = cpu::linearW4Bf16Kernel();
+    at::Tensor xb = at::zeros({m, kp}, input.options());
+    xb.slice(1, 0, k).copy_(x2);
+    const auto* xs = reinterpret_cast<const uint16_t*>(xb.const_data_ptr());
+    runBlocks(fn, w8p, kPackRows * kp / 2, xs, kp, m, n, chunks, group_chunks, s.const_data_ptr<float>(), g.groups,
+              out.data_ptr<float>());
+    if (zp.defined()) {
+      const at::Tensor xsum = xb.slice(1, 0, k).to(at::kFloat).reshape({m, g.groups, g.group_size}).sum(-1);
+      out.sub_(at::mm(xsum, (s * zp).slice(0, 0, n).t()));
+    }
   } else {
     const auto& table = cpu::linearKernels();
     const auto fn = Bits == 4 ? table.w4_block4 : table.w8_block4;
-    const int64_t block_bytes = kPackRows * kp * Bits / 8;
-    const float* xs = xp.const_data_ptr<float>();
-    const float* sp = s.const_data_ptr<float>();
-    float* o = out.data_ptr<float>();
-    at::parallel_for(0, np / kPackRows, 8, [&](int64_t b0, int64_t b1) {
-      float tmp[2 * kPackRows];
-      for (int64_t b = b0; b < b1; ++b) {
-        const int64_t rows = std::min(kPackRows, n - b * kPackRows);
-        for (int64_t m0 = 0; m0 < m; m0 += 2) {
-          const int64_t mx = std::min<int64_t>(2, m - m0);
-          fn(reinterpret_cast<const int8_t*>(wp + b * block_bytes), xs + m0 * kp, kp, mx, chunks, group_chunks,
-             sp + b * kPackRows * g.groups, g.groups, tmp);
-          for (int64_t i = 0; i < mx; ++i) {
-            for (int64_t r = 0; r < rows; ++r) o[(m0 + i) * n + b * kPackRows + r] = tmp[i * kPackRows + r];
-          }
-        }
-      }
-    });
+    runBlocks(fn, w8p, kPackRows * kp * Bits / 8, xp.const_data_ptr<float>(), kp, m, n, chunks, group_chunks,
+              s.const_data_ptr<float>(), g.groups, out.data_ptr<float>());
     // sum_k (v - zp) s x = sum_k u s x - sum_g s (zp + offset) (sum_{k in g} x), where the kernels
     // multiplied the stored u = v + offset (offset 8 for int4 nibbles, 0 for int8).
     const double offset = Bits == 4 ? 8.0 : 0.0;

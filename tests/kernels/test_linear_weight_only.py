@@ -137,6 +137,9 @@ def isa_check(make=make, check=check):
                 check(*make(37, 128, groups, True, True, torch.float32, (m,), seed=m, bits=bits), bits=bits)
         for dtype in (torch.float32, torch.bfloat16):  # many rows: the dequantize-then-GEMM paths
             check(*make(37, 128, 4, True, True, dtype, (70,), seed=7, bits=bits), bits=bits)
+        for m in (1, 3):  # bf16 rows (W4A16: the AVX512_BF16 kernel where the cap allows it)
+            for zp in (False, True):
+                check(*make(37, 128, 4, zp, True, torch.bfloat16, (m,), seed=m, bits=bits), bits=bits)
 
 
 ISA_CASES = [("generic", "generic"), ("avx2", "avx2"), ("avx512", "avx512"), ("avx512_bf16", "avx512_vnni")]
