@@ -1,7 +1,9 @@
 """Dynamic int8-activation linear on CPU: pt2q.linear_w8a8 (per channel) and linear_w4a8 (int4
 groups of 128), activation quantization per token included, against F.linear with fp32 and bf16
 weights (the baseline: bf16), torch._int_mm on activations already quantized (ATen's int8 GEMM,
-oneDNN; its activation quantization not counted), and pt2q.linear_w8a16 / linear_w4a16 on the
+oneDNN; its activation quantization not counted), torch._dyn_quant_matmul_4bit (ATen's own
+int8-activation int4-weight linear; fp32 activations only, so it meets linear_w4a8 on fp32 x),
+and pt2q.linear_w8a16 / linear_w4a16 on the
 same packed weights, for Llama-style shapes and decode-to-prefill row counts, bf16 activations,
 with the bytes-over-bandwidth floor from probes bracketing each group (weights rotated through
 256 MiB, as bench_linear_woq.py)."""
@@ -36,6 +38,11 @@ def cases(bits, shapes, rows):
         dense32 = rotating(lambda: w.float(), n * k * 4)
         plain = rotating(lambda: w.t().contiguous().t(), n * k)  # [N, K] int8, read as [K, N] by _int_mm
         dyn, woq = (P.linear_w8a8, P.linear_w8a16) if bits == 8 else (P.linear_w4a8, P.linear_w4a16)
+        if bits == 4:
+            u = (w.int() + 8).to(torch.uint8)  # ATen's layout: unsigned nibbles, two per byte, low first
+            nib = (u[:, ::2] | (u[:, 1::2] << 4)).contiguous()
+            aten_4bit = rotating(lambda: torch.ops.aten._dyn_quant_pack_4bit_weight(nib, scales, None, GROUP, k, n),
+                                 n * k // 2)
         name = "W8A8" if bits == 8 else f"W4A8 g{GROUP}"
         for m in rows:
             x = torch.randn(m, k).to(dt)
@@ -51,6 +58,14 @@ def cases(bits, shapes, rows):
                                 n * k + m * k + m * n * 4))
             out.append(Case(group, f"pt2q.{woq.__name__.split('.')[-1]}", lambda x=x, f=woq, w=packed: f(x, *w()), q_bytes))
             out.append(Case(group, f"pt2q.{dyn.__name__.split('.')[-1]}", lambda x=x, f=dyn, w=packed: f(x, *w()), q_bytes))
+            if bits == 4:  # ATen's own 8da4w (int8 per-token activations, int4 groups); fp32 x only
+                xf = x.float()
+                out.append(Case(group, "torch._dyn_quant_matmul_4bit (fp32 x)",
+                                lambda xf=xf, w=aten_4bit, k=k, n=n: torch.ops.aten._dyn_quant_matmul_4bit(
+                                    xf, w(), GROUP, k, n),
+                                q_bytes + m * (k + n) * 2))
+                out.append(Case(group, "pt2q.linear_w4a8 (fp32 x)", lambda xf=xf, w=packed: P.linear_w4a8(xf, *w()),
+                                q_bytes + m * (k + n) * 2))
     return out
 
 

@@ -142,6 +142,12 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
         if n.op == "call_module" and n.target not in records and _is_observer(modules.get(n.target)):
             where = f"{n.target} (observing %{n.args[0].name})"
             records[n.target] = _record(modules[n.target], where)
+            rec, src = records[n.target], n.args[0]
+            if rec["kind"] == "per_group" and rec["scale"].dim() == 1 and src.op == "get_attr":
+                # Statistics loaded from a calibration file leave the observer without the weight's
+                # row count: the observed constant has it.
+                rows = _attr(model, src.target).shape[0]
+                rec["scale"], rec["zero_point"] = rec["scale"].reshape(rows, -1), rec["zero_point"].reshape(rows, -1)
             for key in ("scale", "zero_point"):  # per-channel buffers live where the model does
                 if isinstance(records[n.target].get(key), torch.Tensor):
                     records[n.target][key] = records[n.target][key].to(device)

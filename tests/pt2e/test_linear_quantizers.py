@@ -216,3 +216,18 @@ def test_per_token_chains_get_their_consumers_metadata_in_deep_graphs():
         assert linear.target == torch.ops.aten.linear.default
         trace = linear.meta.get("stack_trace")
         assert trace and all(n.meta.get("stack_trace") == trace for n in (choose, q, dq))
+
+
+def test_group_statistics_survive_a_calibration_file(tmp_path):
+    """A calibration file holds the observers' statistics only; the per-group qparams regain their
+    [rows, groups] shape from the observed weight at convert time."""
+    x = torch.randn(2, 128)
+    model = TwoLayers().eval()
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), Int4WeightOnlyQuantizer(32))
+    p(x)
+    pt2q.save_calibration(p, tmp_path / "cal.bin")
+    fresh = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), Int4WeightOnlyQuantizer(32))
+    pt2q.load_calibration(fresh, tmp_path / "cal.bin")
+    a, b = pt2q.convert_pt2e(p), pt2q.convert_pt2e(fresh)
+    assert torch.equal(a(x), b(x))
+    assert _targets(pt2q.convert_pt2e(fresh, lower_to_native=True)).count(P.linear_w4a16.default) == 2
