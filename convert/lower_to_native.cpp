@@ -4,7 +4,9 @@
 // (dequantize_per_channel_group; codes in [-8, 7] with groups of a multiple of 32 take the int4
 // kernels). The linear's input picks the activation side: a per-token dynamic chain on x
 // (choose_qparams_per_token_asymmetric -> quantize/dequantize_per_token) gives
-// linear_w8a8 / linear_w4a8 on x, anything else the weight-only linear_w8a16 / linear_w4a16.
+// linear_w8a8 / linear_w4a8 on x, XNNPACK's per-tensor one (choose_qparams.tensor ->
+// quantize/dequantize_per_tensor.tensor) the same with per_tensor_eps, anything else the
+// weight-only linear_w8a16 / linear_w4a16.
 // Anything else stays quantize/dequantize and still runs. Static chains (dq -> linear / conv2d
 // [-> relu] -> q) are matched first, in lower_static_to_native.cpp.
 //
@@ -30,6 +32,9 @@
 #include "convert/lower_to_native.h"
 
 #include <ATen/ATen.h>
+
+#include <optional>
+#include <utility>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include "convert/native_lowering.h"
@@ -120,10 +125,53 @@ Node* perTokenSource(const Argument& input) {
   return x;
 }
 
+// The x and eps of XNNPACK's per-tensor dynamic chain feeding `input`:
+// choose_qparams.tensor(x, -128, 127, eps, int8) -> getitem 0/1 -> quantize_per_tensor.tensor ->
+// dequantize_per_tensor.tensor (out_dtype allowed), the same scale and zero point for both.
+std::optional<std::pair<Node*, double>> perTensorDynamicSource(const Argument& input) {
+  if (!input.isNode()) return std::nullopt;
+  Node* dq = input.node();
+  const auto& d = dq->args();
+  if (dq->target() != "quantized_decomposed.dequantize_per_tensor.tensor" || d.size() != 6 || !d[0].isNode()) {
+    return std::nullopt;
+  }
+  for (const auto& [key, value] : dq->kwargs()) {
+    if (key != "out_dtype") return std::nullopt;
+  }
+  Node* q = d[0].node();
+  const auto& qa = q->args();
+  if (q->target() != "quantized_decomposed.quantize_per_tensor.tensor" || qa.size() != 6 || !qa[0].isNode() ||
+      !q->kwargs().empty()) {
+    return std::nullopt;
+  }
+  Node* x = qa[0].node();
+  for (const auto* args : {&qa, &d}) {
+    if (!isInt((*args)[3], -128) || !isInt((*args)[4], 127) || !isInt8((*args)[5])) return std::nullopt;
+  }
+  std::optional<double> eps;
+  for (int i = 0; i < 2; ++i) {
+    if (!(qa[1 + i] == d[1 + i]) || !qa[1 + i].isNode()) return std::nullopt;
+    Node* gi = qa[1 + i].node();
+    if (gi->target() != "_operator.getitem" || gi->args().size() != 2 || !isInt(gi->args()[1], i) ||
+        !gi->args()[0].isNode()) {
+      return std::nullopt;
+    }
+    Node* cq = gi->args()[0].node();
+    const auto& c = cq->args();
+    if (cq->target() != "quantized_decomposed.choose_qparams.tensor" || c.size() != 5 || !(c[0] == Argument(x)) ||
+        !isInt(c[1], -128) || !isInt(c[2], 127) || !c[3].is<double>() || !isInt8(c[4])) {
+      return std::nullopt;
+    }
+    eps = c[3].as<double>();
+  }
+  return std::make_pair(x, *eps);
+}
+
 struct Site {
   Node* linear;
   Weight weight;
-  Node* dynamic_x;  // the float input of a per-token chain, or nullptr
+  Node* dynamic_x;                       // the float input of a dynamic chain, or nullptr
+  std::optional<double> per_tensor_eps;  // set when that chain is per-tensor
 };
 
 }  // namespace
@@ -163,7 +211,13 @@ int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
         !n->kwargs().empty()) {
       continue;
     }
-    if (auto w = lowerableWeight(g, n->args()[1])) sites.push_back({n, *w, perTokenSource(n->args()[0])});
+    if (auto w = lowerableWeight(g, n->args()[1])) {
+      if (auto pt = perTensorDynamicSource(n->args()[0])) {
+        sites.push_back({n, *w, pt->first, pt->second});
+      } else {
+        sites.push_back({n, *w, perTokenSource(n->args()[0]), std::nullopt});
+      }
+    }
   }
   std::vector<at::Tensor> packed;
   for (const Site& s : sites) packed.push_back(packWeightConstant(*s.weight.codes, s.weight.bits));  // all first
@@ -177,8 +231,10 @@ int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
     const Argument zp = zero ? Argument() : site.weight.zero_points;
     const std::string op = "linear_w" + std::to_string(site.weight.bits) + (site.dynamic_x ? "a8" : "a16");
     const Argument x = site.dynamic_x ? Argument(site.dynamic_x) : linear->args()[0];
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    if (site.per_tensor_eps) kwargs.emplace_back("per_tensor_eps", *site.per_tensor_eps);
     Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, {x, Argument(attr), site.weight.scales, zp, bias},
-                            {}, g.uniqueName(op), linear);
+                            std::move(kwargs), g.uniqueName(op), linear);
     native->meta() = linear->meta();
     native->meta().annotation.clear();
     g.replaceAllUsesWith(linear, native);

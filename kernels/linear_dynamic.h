@@ -14,11 +14,16 @@ namespace pt2q {
 /// choose_qparams_per_token_asymmetric + quantize_per_token, op for op.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantizePerTokenRef(const at::Tensor& input);
 
-/// The dynamic linear in fp64: dequantized per-token codes times the dequantized weight, plus
-/// bias, cast to input's dtype.
+/// Per-tensor int8 quantization of input (as fp32) by torch's choose_qparams.tensor(x, -128,
+/// 127, eps, int8) -> quantize_per_tensor.tensor: (codes [input's shape], scale, zero point).
+/// NaN or Inf anywhere is an error naming the first row holding one.
+std::tuple<at::Tensor, double, int64_t> quantizePerTensorRef(const char* op, const at::Tensor& input, double eps);
+
+/// The dynamic linear in fp64: dequantized per-token (or, with per_tensor_eps, per-tensor)
+/// codes times the dequantized weight, plus bias, cast to input's dtype.
 at::Tensor linearDynamicRef(const char* op, int bits, const at::Tensor& input, const at::Tensor& packed,
                             const at::Tensor& scales, const c10::optional<at::Tensor>& zero_points,
-                            const c10::optional<at::Tensor>& bias);
+                            const c10::optional<at::Tensor>& bias, c10::optional<double> per_tensor_eps);
 
 /// quantize_per_token_int8's input: float32 / bfloat16 / float16 with a non-empty last dimension.
 void checkPerTokenInput(const at::Tensor& input);

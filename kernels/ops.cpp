@@ -99,12 +99,15 @@ TORCH_LIBRARY(pt2q, m) {
   // (asymmetric int8, XNNPACK's rule, on the input upcast to fp32); the products of codes
   // accumulate exactly in int32 per group, then y = s_x * sum_g s_w * (int sum) - zero-point
   // terms + bias, in x's dtype. Weights, scales and zero points as linear_w8a16 / linear_w4a16.
+  // per_tensor_eps given: one scale and zero point for the whole input instead, chosen and applied
+  // as torch's quantized_decomposed.choose_qparams.tensor(x, -128, 127, per_tensor_eps, int8) ->
+  // quantize_per_tensor.tensor do it (the XNNPACK dynamic chain).
   m.def(
       "linear_w8a8(Tensor input, Tensor packed_weight, Tensor scales, Tensor? zero_points=None, "
-      "Tensor? bias=None) -> Tensor");
+      "Tensor? bias=None, float? per_tensor_eps=None) -> Tensor");
   m.def(
       "linear_w4a8(Tensor input, Tensor packed_weight, Tensor scales, Tensor? zero_points=None, "
-      "Tensor? bias=None) -> Tensor");
+      "Tensor? bias=None, float? per_tensor_eps=None) -> Tensor");
   // The activation quantization of linear_w8a8 on its own: int8 codes (input's shape), fp64
   // scales and int64 zero points ([..., 1]), bit-identical to the quantized_decomposed pair.
   m.def("quantize_per_token_int8(Tensor input) -> (Tensor codes, Tensor scales, Tensor zero_points)");

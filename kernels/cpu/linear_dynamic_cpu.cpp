@@ -34,7 +34,8 @@ void quantizeTokens(const char* op, const at::Tensor& input, const at::Tensor& x
 
 template <int Bits>
 at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
-                            const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias) {
+                            const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias,
+                            c10::optional<double> per_tensor_eps) {
   const char* op = Bits == 4 ? "linear_w4a8" : "linear_w8a8";
   const LinearWeightOnlyGeometry g = checkLinearWeightOnly(op, Bits, input, packed, scales, zero_points, bias);
   const int64_t n = g.n, k = g.k, m = g.m, chunk = packChunk(Bits), kp = roundUp(k, chunk);
@@ -48,7 +49,15 @@ at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, c
   at::Tensor xu = at::zeros({m, xs}, x.options().dtype(at::kByte));
   std::vector<double> sx(m);
   std::vector<int32_t> zx(m);
-  quantizeTokens(op, input, x, xu, sx.data(), zx.data());
+  if (per_tensor_eps.has_value()) {
+    // One scale for all rows: torch's own ops choose and apply it (same kernels, same codes).
+    const auto [codes, scale, zp] = quantizePerTensorRef(op, x, *per_tensor_eps);
+    xu.slice(1, 0, k).copy_(codes.view(at::kByte).bitwise_xor(128));
+    std::fill(sx.begin(), sx.end(), scale);
+    std::fill(zx.begin(), zx.end(), static_cast<int32_t>(zp));
+  } else {
+    quantizeTokens(op, input, x, xu, sx.data(), zx.data());
+  }
   std::vector<int32_t> zx128(m);
   std::vector<float> sxf(m);
   for (int64_t i = 0; i < m; ++i) {

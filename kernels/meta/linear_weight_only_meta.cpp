@@ -27,6 +27,13 @@ at::Tensor linearWeightOnlyMeta(const at::Tensor& input, const at::Tensor& packe
   return at::empty_symint(sizes, input.options());
 }
 
+template <int Bits>
+at::Tensor linearDynamicMeta(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
+                             const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias,
+                             c10::optional<double> /*per_tensor_eps*/) {
+  return linearWeightOnlyMeta<Bits, true>(input, packed, scales, zero_points, bias);
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantizePerTokenMeta(const at::Tensor& input) {
   const auto dt = input.scalar_type();
   TORCH_CHECK_VALUE(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
@@ -46,7 +53,7 @@ TORCH_LIBRARY_IMPL(pt2q, Meta, m) {
   m.impl("pack_weight_int4", &pt2q::packWeightMeta<4>);
   m.impl("linear_w8a16", &pt2q::linearWeightOnlyMeta<8, false>);
   m.impl("linear_w4a16", &pt2q::linearWeightOnlyMeta<4, false>);
-  m.impl("linear_w8a8", &pt2q::linearWeightOnlyMeta<8, true>);
-  m.impl("linear_w4a8", &pt2q::linearWeightOnlyMeta<4, true>);
+  m.impl("linear_w8a8", &pt2q::linearDynamicMeta<8>);
+  m.impl("linear_w4a8", &pt2q::linearDynamicMeta<4>);
   m.impl("quantize_per_token_int8", &pt2q::quantizePerTokenMeta);
 }

@@ -44,17 +44,42 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantizePerTokenRef(const at::Ten
   return {codes, s64, z64};
 }
 
+std::tuple<at::Tensor, double, int64_t> quantizePerTensorRef(const char* op, const at::Tensor& input, double eps) {
+  const at::Tensor x = input.to(at::kFloat);
+  const int64_t k = x.size(-1);
+  if (x.numel() > 0) {
+    const at::Tensor bad = x.reshape({-1, k}).isfinite().logical_not().any(-1);
+    if (bad.any().item<bool>()) failNonFiniteToken(op, input, bad.nonzero().index({0, 0}).item<int64_t>());
+  }
+  // determine_qparams for per_tensor_affine, in fp32 as torch computes it.
+  const auto [lo, hi] = x.numel() > 0 ? at::aminmax(x) : std::make_tuple(at::zeros({}, x.options()), at::zeros({}, x.options()));
+  const at::Tensor mn = at::minimum(lo, at::zeros({}, x.options())), mx = at::maximum(hi, at::zeros({}, x.options()));
+  const at::Tensor scale = at::maximum((mx - mn) / 255.0, at::full({1}, eps, x.options()));
+  const at::Tensor zp = (-128 - at::round(mn / scale).to(at::kInt)).clamp(-128, 127);
+  const double s = scale.item<float>();
+  const int64_t z = zp.item<int64_t>();
+  // quantize_per_tensor: x * (1.0 / scale), the factor taken to fp32 as a scalar operand is.
+  const at::Tensor codes = x.mul(1.0 / s).round().add(z).clamp(-128, 127).to(at::kChar);
+  return {codes, s, z};
+}
+
 at::Tensor linearDynamicRef(const char* op, int bits, const at::Tensor& input, const at::Tensor& packed,
                             const at::Tensor& scales, const c10::optional<at::Tensor>& zero_points,
-                            const c10::optional<at::Tensor>& bias) {
+                            const c10::optional<at::Tensor>& bias, c10::optional<double> per_tensor_eps) {
   const LinearWeightOnlyGeometry g = checkLinearWeightOnly(op, bits, input, packed, scales, zero_points, bias);
   const at::Tensor x2 = input.reshape({g.m, g.k});
   if (g.m > 0) {
     const at::Tensor bad = x2.to(at::kFloat).isfinite().logical_not().any(-1);
     if (bad.any().item<bool>()) failNonFiniteToken(op, input, bad.nonzero().index({0, 0}).item<int64_t>());
   }
-  const auto [codes, sx, zx] = quantizePerTokenRef(x2);
-  const at::Tensor xd = (codes.to(at::kDouble) - zx.to(at::kDouble)) * sx;
+  at::Tensor xd;
+  if (per_tensor_eps.has_value()) {
+    const auto [codes, sx, zx] = quantizePerTensorRef(op, x2, *per_tensor_eps);
+    xd = (codes.to(at::kDouble) - static_cast<double>(zx)) * sx;
+  } else {
+    const auto [codes, sx, zx] = quantizePerTokenRef(x2);
+    xd = (codes.to(at::kDouble) - zx.to(at::kDouble)) * sx;
+  }
   at::Tensor w = unpackWeightRef(packed, g.n, g.k, bits).to(at::kDouble).reshape({g.n, g.groups, g.group_size});
   if (zero_points.has_value()) w = w - zero_points->to(at::kDouble).reshape({g.n, g.groups, 1});
   const at::Tensor wd = (w * scales.to(at::kDouble).reshape({g.n, g.groups, 1})).reshape({g.n, g.k});
@@ -66,12 +91,12 @@ at::Tensor linearDynamicRef(const char* op, int bits, const at::Tensor& input, c
 namespace {
 
 at::Tensor linearW8(const at::Tensor& x, const at::Tensor& p, const at::Tensor& s, const c10::optional<at::Tensor>& z,
-                    const c10::optional<at::Tensor>& b) {
-  return linearDynamicRef("linear_w8a8", 8, x, p, s, z, b);
+                    const c10::optional<at::Tensor>& b, c10::optional<double> eps) {
+  return linearDynamicRef("linear_w8a8", 8, x, p, s, z, b, eps);
 }
 at::Tensor linearW4(const at::Tensor& x, const at::Tensor& p, const at::Tensor& s, const c10::optional<at::Tensor>& z,
-                    const c10::optional<at::Tensor>& b) {
-  return linearDynamicRef("linear_w4a8", 4, x, p, s, z, b);
+                    const c10::optional<at::Tensor>& b, c10::optional<double> eps) {
+  return linearDynamicRef("linear_w4a8", 4, x, p, s, z, b, eps);
 }
 
 }  // namespace

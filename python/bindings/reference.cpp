@@ -87,11 +87,11 @@ void bindReference(py::module_& m) {
           py::arg("bias") = py::none());
     m.def(bits == 8 ? "linear_w8a8" : "linear_w4a8",
           [bits](const at::Tensor& x, const at::Tensor& p, const at::Tensor& s, const c10::optional<at::Tensor>& z,
-                 const c10::optional<at::Tensor>& b) {
-            return linearDynamicRef(bits == 8 ? "linear_w8a8" : "linear_w4a8", bits, x, p, s, z, b);
+                 const c10::optional<at::Tensor>& b, c10::optional<double> eps) {
+            return linearDynamicRef(bits == 8 ? "linear_w8a8" : "linear_w4a8", bits, x, p, s, z, b, eps);
           },
           py::arg("input"), py::arg("packed_weight"), py::arg("scales"), py::arg("zero_points") = py::none(),
-          py::arg("bias") = py::none());
+          py::arg("bias") = py::none(), py::arg("per_tensor_eps") = py::none());
   }
   m.def("quantize_per_token_int8", [](const at::Tensor& x) { return quantizePerTokenRef(x); }, py::arg("input"));
   m.def(

@@ -192,3 +192,46 @@ def test_errors_name_the_argument_and_row():
         P.quantize_per_token_int8(bad)
     with pytest.raises(ValueError, match="quantize_per_token_int8: input must be float32"):
         P.quantize_per_token_int8(x.double())
+
+
+def torch_per_tensor_chain(x, eps):
+    """XNNPACK's dynamic activation chain, with torch's ops: one scale for the whole input."""
+    xf = x.float()
+    s, z = D.choose_qparams.tensor(xf, -128, 127, eps, torch.int8)
+    q = D.quantize_per_tensor.tensor(xf, s, z, -128, 127, torch.int8)
+    return D.dequantize_per_tensor.tensor(q, s, z, -128, 127, torch.int8).double()
+
+
+@pytest.mark.parametrize("bits", BITS)
+@pytest.mark.parametrize("m_shape", [(1,), (7,), (3, 50)])
+@pytest.mark.parametrize("eps", [2.0 ** -12, torch.finfo(torch.float32).eps])
+def test_per_tensor_mode_matches_the_xnnpack_dynamic_chain(bits, m_shape, eps):
+    """per_tensor_eps: the activation codes of torch's choose_qparams.tensor -> quantize_per_tensor
+    (compared through the linear: a code off by one moves the output far past the bound)."""
+    w, scales, zps, b, x = make(40, 128, 0 if bits == 8 else 4, bits == 4, True, torch.float32, m_shape,
+                                seed=len(m_shape), bits=bits)
+    x[..., 3] = 0.0
+    packed = getattr(P, f"pack_weight_int{bits}")(w)
+    n, k = w.shape
+    xd = torch_per_tensor_chain(x.reshape(-1, k), eps)
+    groups = scales.reshape(n, -1).shape[1]
+    wz = zps.reshape(n, groups) if zps is not None else torch.zeros(n, groups, dtype=torch.int32)
+    wd = D.dequantize_per_channel_group(w, scales.reshape(n, groups).double(), wz, -128, 127, torch.int8,
+                                        k // groups, torch.float64)
+    want = xd @ wd.t() + b.double()
+    mag = w.double().abs() + (wz.double().abs().repeat_interleave(k // groups, 1))
+    terms = xd.abs() @ (mag * scales.reshape(n, groups).double().repeat_interleave(k // groups, 1)).t() + b.abs()
+    lim = 2 * (groups + 8) * EPS32 * terms + 1e-30
+    for fn in (getattr(P, f"linear_w{bits}a8"), getattr(REF, f"linear_w{bits}a8")):
+        got = fn(x, packed, scales, zps, b, per_tensor_eps=eps)
+        err = (got.reshape(-1, n).double() - want).abs()
+        assert bool((err <= lim).all()), (err - lim).max()
+
+
+def test_per_tensor_mode_errors_and_schema():
+    w, s, _, _, x = make(12, 64, 0, False, False, torch.float32, (3,))
+    bad = x.clone()
+    bad[1, 7] = float("inf")
+    with pytest.raises(ValueError, match=r"linear_w8a8: input row 1 .* holds NaN or Inf"):
+        P.linear_w8a8(bad, P.pack_weight_int8(w), s, per_tensor_eps=1e-5)
+    opcheck(P.linear_w8a8.default, (x, P.pack_weight_int8(w), s, None, None, 2.0 ** -12))

@@ -111,3 +111,21 @@ def test_arguments_are_checked():
         pt2q.convert_pt2e(p, use_reference_representation=True, lower_to_native=True)
     with pytest.raises(TypeError, match="set_module_name takes a module path"):
         Int8WeightOnlyQuantizer().set_module_name(3)
+
+
+def test_xnnpack_dynamic_chain_lowers_to_per_tensor_w8a8():
+    """XNNPACK's dynamic config (choose_qparams.tensor -> q/dq_per_tensor.tensor on the input,
+    per-channel int8 weights): pt2q.linear_w8a8 with per_tensor_eps, the same activation codes,
+    within the bound of fp32 summation of the q/dq model; exports and compiles."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 32) * 2
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+    qdq, low = _flow(TwoLayers().eval(), (x,), q)
+    natives = [n for n in low.graph.nodes if n.target == P.linear_w8a8.default]
+    assert len(natives) == 2 and all(n.kwargs == {"per_tensor_eps": 2.0 ** -12} for n in natives)
+    assert not any("quantized_decomposed" in str(t) for t in _targets(low))
+    a, b = qdq(x), low(x)
+    assert float((a - b).abs().max()) <= 1e-5 * float(a.abs().max())
+    ep = torch.export.export(low, (x,))
+    assert torch.equal(ep.module()(x), b)
+    assert torch.equal(torch.compile(low)(x), b)
