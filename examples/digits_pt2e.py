@@ -130,6 +130,8 @@ def main():
             get_symmetric_quantization_config(is_per_channel=True)), True, True),
         ("int8 dynamic (linear)", XNNPACKQuantizer().set_global(
             get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)), True, False),
+        ("int8 dynamic, native", XNNPACKQuantizer().set_global(
+            get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)), False, True),
         # weight-only and dynamic: no calibration; the linears run pt2q's native kernels
         ("int8 weight-only, native", Int8WeightOnlyQuantizer(), False, True),
         ("int4 weight-only g32, nat.", Int4WeightOnlyQuantizer(32), False, True),
@@ -165,13 +167,14 @@ def main():
                 except Exception as e:  # Inductor's own lowering of the q/dq patterns
                     line += f" {'Inductor: ' + type(e).__name__:>18}"
         print(line)
-    print("\nbatch 64, all threads. The other static and dynamic rows run the reference quantize/dequantize\n"
-          "ops eagerly. The native rows (convert_pt2e(..., lower_to_native=True); no calibration but the\n"
-          "static one) run their\n"
-          "linears as pt2q.linear_w8a16 / linear_w4a16 / linear_w8a8 / linear_w4a8 (int8 activations\n"
-          "quantized per token inside the op) with the convolutions in float; \"int8 static, native\" runs\n"
-          "its convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in and out). --compile lets Inductor\n"
-          "fuse the q/dq (torch 2.13's Inductor cannot lower dq -> max_pool2d -> q on CPU tensors).")
+    print("\nbatch 64, all threads. The rows without \"native\" run the reference quantize/dequantize ops\n"
+          "eagerly. The native rows are converted with lower_to_native=True (no calibration, except\n"
+          "the static one): their linears run pt2q.linear_w8a16 / linear_w4a16 / linear_w8a8 /\n"
+          "linear_w4a8, the int8 activations quantized inside the op (per token, or per tensor for\n"
+          "XNNPACK's dynamic config), the convolutions in float; \"int8 static, native\" runs its\n"
+          "convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in and out). --compile\n"
+          "lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq -> max_pool2d -> q on\n"
+          "CPU tensors).")
 
 
 if __name__ == "__main__":
