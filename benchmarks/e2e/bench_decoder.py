@@ -26,7 +26,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels"))
 import pt2q  # noqa: E402
-from bench_affine import commit  # noqa: E402
+from bench_affine import run_header  # noqa: E402
 from pt2q.quantizer import (  # noqa: E402
     Int4WeightOnlyQuantizer,
     Int8DynActInt4WeightQuantizer,
@@ -112,8 +112,7 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     bw, _ = measure_bandwidth()
-    print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}; bandwidth (read) {bw / 1e9:.1f} GB/s")
+    print(run_header(f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}; bandwidth (read) {bw / 1e9:.1f} GB/s"))
     print(f"# decoder: {args.layers} layers, hidden {args.hidden}, MLP {args.ffn}, {args.heads} heads, "
           f"KV cache {args.context} tokens; batch 1, one token per step")
     model = Decoder(args.layers, args.hidden, args.ffn, args.heads, args.context).eval()

@@ -107,6 +107,12 @@ def commit():
         return "unknown"
 
 
+def run_header(kernels: str) -> str:
+    """The first line of a benchmark's output: version, commit, torch, threads, `kernels`."""
+    return (f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
+            f"{kernels}")
+
+
 # glibc returns freed blocks above 128 KiB to the OS, so every op that allocates a 64 MiB
 # output page-faults it in again (about 16 ms per 64 MiB on the 2-core VM, larger than any
 # kernel here). A long-running process with a caching allocator does not pay that; raising

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402,F401
-from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
+from bench_affine import _reexec_with_caching_malloc, run_header  # noqa: E402
 from registry import Case, bandwidth_line, measure_bandwidth, report, run  # noqa: E402
 
 P = torch.ops.pt2q
@@ -118,8 +118,7 @@ def linear_bench_main(doc, build_cases):
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
     bw, probes = measure_bandwidth()
-    print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}")
+    print(run_header(f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
     shapes, rows = (SHAPES[:1], [1, 16, 256]) if args.quick else (SHAPES, ROWS)
     table = run(build_cases(shapes, rows), bw, adjacent_probe=True)

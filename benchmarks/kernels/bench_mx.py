@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
-from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
+from bench_affine import _reexec_with_caching_malloc, run_header  # noqa: E402
 from registry import Case, bandwidth_line, measure_bandwidth, report, run  # noqa: E402
 
 P = torch.ops.pt2q
@@ -63,8 +63,7 @@ def main():
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
     bw, probes = measure_bandwidth()
-    print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"CPU kernels: {pt2q._C.info.cpu_isa()}, MX kernels: {pt2q._C.info.mx_cpu_kernels()}")
+    print(run_header(f"CPU kernels: {pt2q._C.info.cpu_isa()}, MX kernels: {pt2q._C.info.mx_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
     rows = run(cases(), bw, adjacent_probe=True)
     report(rows, bw, args.json, adjacent_probe=True)

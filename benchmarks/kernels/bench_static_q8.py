@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
-from bench_affine import _reexec_with_caching_malloc, commit  # noqa: E402
+from bench_affine import _reexec_with_caching_malloc, run_header  # noqa: E402
 from registry import Case, bandwidth_line, measure_bandwidth, report, run  # noqa: E402
 
 P = torch.ops.pt2q
@@ -86,8 +86,7 @@ def linear_cases():
 def main():
     _reexec_with_caching_malloc()
     bw, probes = measure_bandwidth()
-    print(f"# pt2q {pt2q.__version__} ({commit()}), torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}")
+    print(run_header(f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
     report(run(conv_cases() + linear_cases(), bw), bw)
 
