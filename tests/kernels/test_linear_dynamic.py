@@ -160,10 +160,7 @@ def test_every_isa_kernel(cap, kernels):
 
 @pytest.mark.parametrize("bits", BITS)
 def test_opcheck(bits):
-    linear, pack = getattr(P, f"linear_w{bits}a8"), getattr(P, f"pack_weight_int{bits}")
-    w, s, z, b, x = make(12, 64, 2, True, True, torch.float32, (3,), bits=bits)
-    opcheck(linear.default, (x, pack(w), s, z, b))
-    opcheck(linear.default, (x.to(torch.bfloat16), pack(w), s[:, 0].contiguous()))
+    *_, x = woq.opcheck_linear(bits, 8, make)
     opcheck(P.quantize_per_token_int8.default, (x,))
 
 

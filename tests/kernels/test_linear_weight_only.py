@@ -163,11 +163,18 @@ def test_every_isa_kernel(cap, kernels):
 
 @pytest.mark.parametrize("bits", BITS)
 def test_opcheck(bits):
-    pack, linear, _, _ = ops(bits)
+    w, _, _, _, _ = opcheck_linear(bits, 16)
+    opcheck(getattr(P, f"pack_weight_int{bits}").default, (w,))
+
+
+def opcheck_linear(bits, acts, make=make):
+    """opcheck of pt2q.linear_w{bits}a{acts}: groups, zero points and bias in fp32; per channel in
+    bf16. Returns the case."""
+    linear, pack = getattr(P, f"linear_w{bits}a{acts}"), getattr(P, f"pack_weight_int{bits}")
     w, s, z, b, x = make(12, 64, 2, True, True, torch.float32, (3,), bits=bits)
-    opcheck(pack.default, (w,))
     opcheck(linear.default, (x, pack(w), s, z, b))
     opcheck(linear.default, (x.to(torch.bfloat16), pack(w), s[:, 0].contiguous()))
+    return w, s, z, b, x
 
 
 class PackedLinear(torch.nn.Module):
