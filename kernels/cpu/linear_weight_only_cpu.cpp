@@ -99,9 +99,10 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
   at::Tensor out = at::empty({m, n}, input.options().dtype(at::kFloat));
   if (m == 0) return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
   const at::Tensor x2 = input.reshape({m, k});
-  // x in fp32, zero-padded to whole chunks: the kernels read whole chunks.
-  at::Tensor xp = at::zeros({m, kp}, out.options());
-  xp.slice(1, 0, k).copy_(x2);
+  // x zero-padded to whole chunks (the kernels read whole chunks), in its own dtype; the fp32
+  // paths widen it (a no-op for fp32 x), the bf16 ones read it as it is.
+  at::Tensor xpad = at::zeros({m, kp}, input.options());
+  xpad.slice(1, 0, k).copy_(x2);
   const int64_t chunks = kp / chunk;
   const int64_t group_chunks = g.groups == 1 ? chunks : g.group_size / chunk;
 
@@ -112,7 +113,7 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
     // the result) at the speed of its bf16 GEMM; tiles dequantize in parallel, then each GEMM
     // uses every thread.
     at::Tensor y = at::empty({m, n}, input.options());
-    const at::Tensor xb = xp.to(at::kBFloat16);
+    const at::Tensor& xb = xpad;
     at::Tensor tile = at::empty({kBf16Tile, kp}, xb.options());
     const c10::optional<at::Tensor> b16 =
         bias.has_value() ? c10::optional<at::Tensor>(bias->to(at::kBFloat16)) : c10::nullopt;
@@ -133,6 +134,7 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
     return y.reshape(linearOutputShape(input.sizes(), n));
   }
   if (m >= kGemmRows) {
+    const at::Tensor xp = xpad.to(at::kFloat);
     at::parallel_for(0, (n + kGemmTile - 1) / kGemmTile, 1, [&](int64_t t0, int64_t t1) {
       at::Tensor tile = at::empty({kGemmTile, kp}, xp.options());
       for (int64_t t = t0; t < t1; ++t) {
@@ -145,16 +147,15 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
   } else if (Bits == 4 && input.scalar_type() == at::kBFloat16 && cpu::linearW4Bf16Kernel() != nullptr) {
     // bf16 x meets bf16-decoded nibbles in vdpbf16ps; the +8 offset is in the decode table.
     const auto fn = cpu::linearW4Bf16Kernel();
-    at::Tensor xb = at::zeros({m, kp}, input.options());
-    xb.slice(1, 0, k).copy_(x2);
-    const auto* xs = reinterpret_cast<const uint16_t*>(xb.const_data_ptr());
+    const auto* xs = reinterpret_cast<const uint16_t*>(xpad.const_data_ptr());
     runBlocks(fn, w8p, kPackRows * kp / 2, xs, kp, m, n, chunks, group_chunks, s.const_data_ptr<float>(), g.groups,
               out.data_ptr<float>());
     if (zp.defined()) {
-      const at::Tensor xsum = xb.slice(1, 0, k).to(at::kFloat).reshape({m, g.groups, g.group_size}).sum(-1);
+      const at::Tensor xsum = xpad.slice(1, 0, k).to(at::kFloat).reshape({m, g.groups, g.group_size}).sum(-1);
       out.sub_(at::mm(xsum, (s * zp).slice(0, 0, n).t()));
     }
   } else {
+    const at::Tensor xp = xpad.to(at::kFloat);
     const auto& table = cpu::linearKernels();
     const auto fn = Bits == 4 ? table.w4_block4 : table.w8_block4;
     runBlocks(fn, w8p, kPackRows * kp * Bits / 8, xp.const_data_ptr<float>(), kp, m, n, chunks, group_chunks,
