@@ -115,12 +115,14 @@ def linear_bench_main(doc, build_cases):
     _reexec_with_caching_malloc()
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="4096x4096 only, M in {1, 16, 256}")
+    ap.add_argument("--rows", type=int, nargs="+", help=f"only these M (default {ROWS})")
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
     bw, probes = measure_bandwidth()
     print(run_header(f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
     shapes, rows = (SHAPES[:1], [1, 16, 256]) if args.quick else (SHAPES, ROWS)
+    rows = args.rows or rows
     table = run(build_cases(shapes, rows), bw, adjacent_probe=True)
     report(table, bw, args.json, adjacent_probe=True)
 

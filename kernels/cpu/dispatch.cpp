@@ -110,9 +110,9 @@ const LinearKernels& linearKernels() {
   return *chosen;
 }
 
-LinearW4Bf16Block4Fn linearW4Bf16Kernel() {
+const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const LinearW4Bf16Block4Fn chosen =
+  static const LinearW4Bf16Kernels* chosen =
       affineKernels().isa == Isa::kAvx512 && bf16Allowed() && cpuHasBf16() ? linearW4Bf16Avx512() : nullptr;
   return chosen;
 #else

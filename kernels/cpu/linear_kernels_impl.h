@@ -188,7 +188,7 @@ void block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, i
     const int64_t c1 = std::min(c0 + group_chunks, chunks);
     for (int64_t c = c0; c < c1; ++c) {
       const int8_t* wc = w + c * kRows * kRowBytes;
-      prefetch(wc + 48 * kRows * kRowBytes);  // 3 KiB ahead in the block's stream
+      prefetch(wc + 256 * kRows * kRowBytes);  // 16 KiB ahead: see linear_w4_bf16.cpp
       V wv[kRows][Decode::kVecs];
       int64_t off[Decode::kVecs];
       for (int r = 0; r < kRows; ++r) Decode::decode(wc + r * kRowBytes, wv[r], off);

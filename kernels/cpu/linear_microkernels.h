@@ -65,16 +65,24 @@ struct LinearKernels {
   LinearExpandInt4Fn expand_int4;
 };
 
-/// W4A16 for bf16 activations: linear_w4a16's block of 4 rows ("n4k32") against 1 or 2 rows of
-/// bf16 x (padded to chunks * 32 values), each nibble read as u - 8 (no offset left to correct):
-///   out[m * 4 + r] = sum_g scales[r * s_stride + g] * sum_{k in g} (u - 8) * x[m][k]
-/// with bf16 products summed in fp32 by `vdpbf16ps`.
-using LinearW4Bf16Block4Fn = void (*)(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows,
-                                      int64_t chunks, int64_t group_chunks, const float* scales, int64_t s_stride,
-                                      float* out);
-/// That kernel when this CPU has AVX512_BF16 and PT2Q_CPU_ISA allows it (the default cap does,
+/// W4A16 for bf16 activations (AVX512_BF16). `prepare_x` permutes `rows` rows of bf16 x (padded
+/// to kp, a multiple of 32) into the order `block4` reads, per 32-value chunk [even k < 16, odd
+/// k < 16, even k >= 16, odd k >= 16], and writes each row's fp32 sum over every group of
+/// `group_chunks` chunks to xsum[row * groups + g]. `block4` runs linear_w4a16's block of 4 rows
+/// ("n4k32") against 1 or 2 such rows, each stored nibble u read as the bf16 128 + u = v + 136:
+///   out[m * 4 + r] = sum_g scales[r * s_stride + g] *
+///                    (sum_{k in g} (128 + u) * x[m][k] - (136 + zp[r][g]) * xsum[m * s_stride + g])
+/// with bf16 products summed in fp32 by `vdpbf16ps`; `offsets` holds (136 + zp) / 4 in the
+/// scales' layout, or is nullptr for zp = 0.
+struct LinearW4Bf16Kernels {
+  void (*prepare_x)(const uint16_t* x, int64_t rows, int64_t kp, int64_t group_chunks, uint16_t* xperm, float* xsum);
+  void (*block4)(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
+                 int64_t group_chunks, const float* scales, const float* offsets, int64_t s_stride, const float* xsum,
+                 float* out);
+};
+/// Those kernels when this CPU has AVX512_BF16 and PT2Q_CPU_ISA allows it (the default cap does,
 /// avx512 does not), else nullptr.
-LinearW4Bf16Block4Fn linearW4Bf16Kernel();
+const LinearW4Bf16Kernels* linearW4Bf16Kernel();
 
 const LinearKernels& linearKernels();
 /// Every table this CPU can run (tests compare them).
@@ -86,7 +94,7 @@ const LinearKernels& linearKernelsAvx2();
 const LinearKernels& linearKernelsAvx512();
 /// AVX-512 with VNNI (`vpdpbusd`) for the int8-activation kernels.
 const LinearKernels& linearKernelsAvx512Vnni();
-LinearW4Bf16Block4Fn linearW4Bf16Avx512();
+const LinearW4Bf16Kernels* linearW4Bf16Avx512();
 #endif
 
 }  // namespace pt2q::cpu

@@ -58,25 +58,32 @@ at::Tensor packWeightCpu(const at::Tensor& weight) {
   return out;
 }
 
-// The block kernel `fn` over every block of 4 weight rows (in parallel), two x rows per call;
-// out [m, n] fp32.
-template <typename Fn, typename X>
-void runBlocks(Fn fn, const int8_t* w, int64_t block_bytes, const X* x, int64_t kp, int64_t m, int64_t n,
-               int64_t chunks, int64_t group_chunks, const float* scales, int64_t groups, float* out) {
+// block(b, m0, mx, tmp) for every block b of 4 weight rows (in parallel) and every pair of x rows
+// from m0 (mx of them), writing tmp[i * 4 + r]; gathered into out [m, n] fp32.
+template <typename Block>
+void runBlocks(const Block& block, int64_t m, int64_t n, float* out) {
   at::parallel_for(0, roundUp(n, kPackRows) / kPackRows, 8, [&](int64_t b0, int64_t b1) {
     float tmp[2 * kPackRows];
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t rows = std::min(kPackRows, n - b * kPackRows);
       for (int64_t m0 = 0; m0 < m; m0 += 2) {
         const int64_t mx = std::min<int64_t>(2, m - m0);
-        fn(w + b * block_bytes, x + m0 * kp, kp, mx, chunks, group_chunks, scales + b * kPackRows * groups, groups,
-           tmp);
+        block(b, m0, mx, tmp);
         for (int64_t i = 0; i < mx; ++i) {
           for (int64_t r = 0; r < rows; ++r) out[(m0 + i) * n + b * kPackRows + r] = tmp[i * kPackRows + r];
         }
       }
     }
   });
+}
+
+// `t` ([n] or [n, groups]) as fp32 [np, groups] with zero rows past n (the kernels read whole
+// blocks of 4 rows); no copy when it already is one.
+at::Tensor blockRows(const at::Tensor& t, int64_t n, int64_t np, int64_t groups) {
+  if (np == n && t.scalar_type() == at::kFloat && t.is_contiguous()) return t.reshape({n, groups});
+  at::Tensor out = at::zeros({np, groups}, t.options().dtype(at::kFloat));
+  out.slice(0, 0, n).copy_(t.reshape({n, groups}));
+  return out;
 }
 
 template <int Bits>
@@ -89,13 +96,8 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
   const at::Tensor pw = packed.contiguous();
   const auto* wp = reinterpret_cast<const uint8_t*>(pw.const_data_ptr<int8_t>());
   // Scales (and zero points) padded to whole blocks of 4 rows, fp32.
-  at::Tensor s = at::zeros({np, g.groups}, scales.options().dtype(at::kFloat));
-  s.slice(0, 0, n).copy_(scales.reshape({n, g.groups}));
-  at::Tensor zp;
-  if (zero_points.has_value()) {
-    zp = at::zeros({np, g.groups}, s.options());
-    zp.slice(0, 0, n).copy_(zero_points->reshape({n, g.groups}));
-  }
+  const at::Tensor s = blockRows(scales, n, np, g.groups);
+  const at::Tensor zp = zero_points.has_value() ? blockRows(*zero_points, n, np, g.groups) : at::Tensor();
   at::Tensor out = at::empty({m, n}, input.options().dtype(at::kFloat));
   if (m == 0) return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
   const at::Tensor x2 = input.reshape({m, k});
@@ -145,21 +147,38 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
       }
     });
   } else if (Bits == 4 && input.scalar_type() == at::kBFloat16 && cpu::linearW4Bf16Kernel() != nullptr) {
-    // bf16 x meets bf16-decoded nibbles in vdpbf16ps; the +8 offset is in the decode table.
-    const auto fn = cpu::linearW4Bf16Kernel();
-    const auto* xs = reinterpret_cast<const uint16_t*>(xpad.const_data_ptr());
-    runBlocks(fn, w8p, kPackRows * kp / 2, xs, kp, m, n, chunks, group_chunks, s.const_data_ptr<float>(), g.groups,
-              out.data_ptr<float>());
-    if (zp.defined()) {
-      const at::Tensor xsum = xpad.slice(1, 0, k).to(at::kFloat).reshape({m, g.groups, g.group_size}).sum(-1);
-      out.sub_(at::mm(xsum, (s * zp).slice(0, 0, n).t()));
-    }
+    // bf16 x meets bf16-decoded nibbles in vdpbf16ps; the kernel subtracts the decode's offset
+    // and the zero points per group.
+    const auto* kern = cpu::linearW4Bf16Kernel();
+    at::Tensor xperm = at::empty_like(xpad);
+    at::Tensor xsum = at::empty({m, g.groups}, out.options());
+    auto* xp = reinterpret_cast<uint16_t*>(xperm.data_ptr());
+    kern->prepare_x(reinterpret_cast<const uint16_t*>(xpad.const_data_ptr()), m, kp, group_chunks, xp,
+                    xsum.data_ptr<float>());
+    const at::Tensor offsets = zp.defined() ? (zp + 136.0) * 0.25 : at::Tensor();
+    const float* sp = s.const_data_ptr<float>();
+    const float* offp = offsets.defined() ? offsets.const_data_ptr<float>() : nullptr;
+    const float* xsp = xsum.const_data_ptr<float>();
+    const int64_t block_bytes = kPackRows * kp / 2, gs = g.groups;
+    runBlocks(
+        [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
+          const int64_t at = b * kPackRows * gs;
+          kern->block4(w8p + b * block_bytes, xp + m0 * kp, kp, mx, chunks, group_chunks, sp + at,
+                       offp == nullptr ? nullptr : offp + at, gs, xsp + m0 * gs, tmp);
+        },
+        m, n, out.data_ptr<float>());
   } else {
     const at::Tensor xp = xpad.to(at::kFloat);
     const auto& table = cpu::linearKernels();
     const auto fn = Bits == 4 ? table.w4_block4 : table.w8_block4;
-    runBlocks(fn, w8p, kPackRows * kp * Bits / 8, xp.const_data_ptr<float>(), kp, m, n, chunks, group_chunks,
-              s.const_data_ptr<float>(), g.groups, out.data_ptr<float>());
+    const float* xf = xp.const_data_ptr<float>();
+    const float* sp = s.const_data_ptr<float>();
+    const int64_t block_bytes = kPackRows * kp * Bits / 8, gs = g.groups;
+    runBlocks(
+        [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
+          fn(w8p + b * block_bytes, xf + m0 * kp, kp, mx, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
+        },
+        m, n, out.data_ptr<float>());
     // sum_k (v - zp) s x = sum_k u s x - sum_g s (zp + offset) (sum_{k in g} x), where the kernels
     // multiplied the stored u = v + offset (offset 8 for int4 nibbles, 0 for int8).
     const double offset = Bits == 4 ? 8.0 : 0.0;

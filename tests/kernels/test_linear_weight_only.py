@@ -42,10 +42,12 @@ def make(n, k, groups, zp, bias, dtype, m_shape, seed=0, bits=8):
 def bound(x, w, scales, zps, bias, out_dtype, ref, bits):
     """|y - y_ref| allowed per output: both sums are over the same K products in fp32, in different
     orders, so each is within K * u of the exact sum of |terms| (zero-point terms, and the int4
-    kernels' +8 offset and its correction, counted too); a bf16/fp16 output adds one rounding."""
+    kernels' decode offset and its correction, counted too); a bf16/fp16 output adds one rounding."""
     n, k = w.shape
     s = scales.reshape(n, -1).repeat_interleave(k // scales.reshape(n, -1).shape[1], dim=1)
-    mag = w.float().abs() + (16 if bits == 4 else 0)
+    # int4: the fp32 kernels multiply u = v + 8 and subtract 8 * sum(x); the AVX512_BF16 kernel
+    # multiplies 128 + u and subtracts 136 * sum(x), so its terms are up to 288 + |v| times |x|.
+    mag = w.float().abs() + ((288 if out_dtype == torch.bfloat16 else 16) if bits == 4 else 0)
     if zps is not None:
         z = zps.reshape(n, -1).repeat_interleave(k // zps.reshape(n, -1).shape[1], dim=1)
         mag = mag + z.float().abs()
@@ -105,6 +107,21 @@ def test_matches_reference(m, n, k, groups, bits):
 @pytest.mark.parametrize("m_shape", [(1,), (3, 5), (2, 16), (4, 20), (3, 50)])
 def test_half_inputs(dtype, m_shape, bits):
     check(*make(40, 128, 4, True, True, dtype, m_shape, bits=bits), bits=bits)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+@pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (12, 4096, 0), (9, 256, 2)])
+def test_w4_bf16_rows_under_cancellation(n, k, groups, m):
+    """bf16 x of few rows (the AVX512_BF16 kernel where present): the decode's 128 + u and its
+    136 * sum(x) correction cancel most when x has one sign and large magnitude; ragged K, a
+    partial last block of rows, per-channel and per-group scales, extreme zero points."""
+    for zp in (False, True):
+        w, scales, zps, b, x = make(n, k, groups, zp, False, torch.bfloat16, (m,), seed=n + m, bits=4)
+        if zps is not None:
+            zps[::2] = 7
+            zps[1::2] = -8
+        for xs in (x.float().abs() * 300, -x.float().abs(), x.float() * 1e-30):
+            check(w, scales, zps, b, xs.to(torch.bfloat16), bits=4)
 
 
 def test_extreme_codes_and_zero_input():
