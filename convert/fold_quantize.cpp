@@ -10,6 +10,8 @@
 // After:
 //   %_frozen_param0 = get_attr "_frozen_param0"      // int8
 //   %dq = quantized_decomposed.dequantize_per_tensor(%_frozen_param0, 0.0039, 0, -127, 127, int8)
+// MX weights: both outputs of pt2q.mx_quantize(%w, ...) (getitem 0 and 1) become constants, the
+// packed codes and the uint8 E8M0 scales that pt2q.mx_dequantize reads.
 #include <c10/util/Exception.h>
 
 #include <map>
@@ -46,6 +48,13 @@ std::set<const Node*> constantNodes(const Graph& g) {
   return constant;
 }
 
+// getitem 0 / 1 (codes / scales) of pt2q.mx_quantize: MX weights fold into both.
+bool isMxPart(const Node* n) {
+  if (n->target() != "_operator.getitem" || n->args().empty() || !n->args()[0].isNode()) return false;
+  const Node* q = n->args()[0].node();
+  return q->kind() == NodeKind::kCallFunction && q->target() == "pt2q.mx_quantize";
+}
+
 // The value of constant node `target`: its cone copied into a graph of its own and run.
 at::Tensor evaluate(const Graph& g, Node* target) {
   std::set<Node*> cone;
@@ -80,7 +89,8 @@ std::vector<std::string> foldQuantize(Graph& g, const std::set<std::string>& tak
   const std::set<const Node*> constant = constantNodes(g);
   std::vector<std::pair<Node*, at::Tensor>> folds;
   for (Node* n : g.nodes()) {
-    if (n->kind() == NodeKind::kCallFunction && quantizeTargets().count(n->target()) && constant.count(n)) {
+    if (n->kind() == NodeKind::kCallFunction && (quantizeTargets().count(n->target()) || isMxPart(n)) &&
+        constant.count(n)) {
       folds.emplace_back(n, evaluate(g, n));  // all values first: a failure changes nothing
     }
   }

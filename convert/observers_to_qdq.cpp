@@ -13,6 +13,8 @@
 // Dynamic per token: choose_qparams_per_token_asymmetric -> getitem 0/1 ->
 // quantize/dequantize_per_token.
 // Float16: convert_element_type.no_fuse to float16 and back.
+// MX on a constant (a weight): pt2q.mx_quantize -> getitem 0/1 -> pt2q.mx_dequantize (fold-quantize
+// then stores the codes and E8M0 scales); on anything else: pt2q.mx_fake_quantize.
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
@@ -153,6 +155,25 @@ std::vector<std::string> convertObserversToQDQ(Graph& g, const std::map<std::str
         result = qdq("quantized_decomposed.quantize_per_tensor.tensor", "quantize_per_tensor_tensor",
                      "quantized_decomposed.dequantize_per_tensor.tensor", "dequantize_per_tensor_tensor",
                      {s, z, c.quant_min, c.quant_max, c.dtype});
+        break;
+      }
+      case K::kMx: {
+        const auto& m = c.mx;
+        const Argument seed = m.seed ? Argument(*m.seed) : Argument();
+        std::vector<Argument> args{x, m.elem_format, m.block_size, m.axis, m.rounding, m.scale_mode,
+                                   m.flush_fp32_subnorms, seed};
+        const bool constant = x->kind() == NodeKind::kGetAttr && g.constants().count(x->target());
+        if (!constant) {
+          result = call("pt2q.mx_fake_quantize", "mx_fake_quantize_default", std::move(args));
+          break;
+        }
+        const at::Tensor& w = g.constants().at(x->target());
+        Node* q = call("pt2q.mx_quantize", "mx_quantize_default", std::move(args));
+        Node* codes = call("_operator.getitem", "getitem", {q, int64_t{0}});
+        Node* scales = call("_operator.getitem", "getitem", {q, int64_t{1}});
+        const Argument last_dim = w.dim() > 0 ? Argument(w.size(-1)) : Argument();
+        result = call("pt2q.mx_dequantize", "mx_dequantize_default",
+                      {codes, scales, m.elem_format, m.block_size, m.axis, last_dim, w.scalar_type()});
         break;
       }
       case K::kFloat16: {

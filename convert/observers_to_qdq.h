@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,7 +16,7 @@ namespace pt2q {
 
 /// What one observer module turns into, decided from its dtype, qscheme and qparams.
 struct ObserverConversion {
-  enum class Kind : uint8_t { kRemove, kPerTensor, kPerChannel, kPerGroup, kDynamic, kDynamicPerToken, kFloat16 };
+  enum class Kind : uint8_t { kRemove, kPerTensor, kPerChannel, kPerGroup, kDynamic, kDynamicPerToken, kFloat16, kMx };
   Kind kind = Kind::kRemove;
   double scale = 1.0;          // kPerTensor: Python literals in the graph
   int64_t zero_point = 0;
@@ -28,6 +29,15 @@ struct ObserverConversion {
   c10::ScalarType dtype = c10::kChar;  // the underlying dtype (quint8 -> uint8)
   double eps = 0.0;            // kDynamic: choose_qparams arguments
   bool symmetric = false;      // kDynamic: choose_qparams_symmetric
+  struct Mx {                  // kMx: pt2q.mx_fake_quantize's arguments
+    std::string elem_format;
+    int64_t block_size = 32;
+    int64_t axis = -1;
+    std::string rounding = "nearest";
+    std::string scale_mode = "floor";
+    bool flush_fp32_subnorms = false;
+    std::optional<int64_t> seed;
+  } mx;
 };
 
 /// Replaces each call_module node whose module (target) is in `by_module` by its

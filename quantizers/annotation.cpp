@@ -172,8 +172,11 @@ Annotation annotationOf(const Node* n) { return parseAnnotation(n->meta().annota
 void setAnnotation(Node* n, const Annotation& a) { n->meta().annotation = printAnnotation(a); }
 
 bool sameQuantizationAttrs(const QSpecRef& a, const QSpecRef& b) {
+  // torchao's attributes, then MXQuantizationSpec's (an MX edge shares only with the same format
+  // and blocking; affine specs have none of them, so torchao's rule is unchanged for them).
   for (const char* name : {"dtype", "is_dynamic", "quant_min", "quant_max", "qscheme", "ch_axis", "scale",
-                           "zero_point"}) {
+                           "zero_point", "elem_format", "block_size", "axis", "rounding", "scale_mode",
+                           "flush_fp32_subnorms", "seed"}) {
     const auto x = a.attr(name), y = b.attr(name);
     if (x.has_value() != y.has_value()) return false;
     if (x && !sameValue(*x, *y)) return false;

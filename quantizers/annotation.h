@@ -60,7 +60,9 @@ std::string printAnnotation(const Annotation& a);
 Annotation parseAnnotation(const std::string& text, const std::string& node);
 
 /// torchao's _has_same_attr over dtype, is_dynamic, quant_min, quant_max, qscheme, ch_axis,
-/// scale and zero_point: both absent, or both present and equal (numbers compared as numbers).
+/// scale and zero_point, and the MX spec's elem_format, block_size, axis, rounding, scale_mode,
+/// flush_fp32_subnorms and seed: both absent, or both present and equal (numbers compared as
+/// numbers).
 bool sameQuantizationAttrs(const QSpecRef& a, const QSpecRef& b);
 
 }  // namespace pt2q

@@ -32,8 +32,17 @@ void bindConvert(py::module_& m) {
           else if (kind == "dynamic_per_token") c.kind = K::kDynamicPerToken;
           else if (kind == "dynamic") c.kind = K::kDynamic;
           else if (kind == "float16") c.kind = K::kFloat16;
+          else if (kind == "mx") c.kind = K::kMx;
           else throw py::value_error("observers_to_qdq: unknown kind '" + kind + "'");
-          if (c.kind != K::kRemove && c.kind != K::kFloat16) {
+          if (c.kind == K::kMx) {
+            c.mx.elem_format = r["elem_format"].cast<std::string>();
+            c.mx.block_size = r["block_size"].cast<int64_t>();
+            c.mx.axis = r["axis"].cast<int64_t>();
+            c.mx.rounding = r["rounding"].cast<std::string>();
+            c.mx.scale_mode = r["scale_mode"].cast<std::string>();
+            c.mx.flush_fp32_subnorms = r["flush_fp32_subnorms"].cast<bool>();
+            if (!r["seed"].is_none()) c.mx.seed = r["seed"].cast<int64_t>();
+          } else if (c.kind != K::kRemove && c.kind != K::kFloat16) {
             const auto dt = dtypeFromTorchName(r["dtype"].cast<std::string>());
             if (!dt) throw py::value_error("observers_to_qdq: unknown dtype for " + module);
             c.dtype = *dt;

@@ -17,7 +17,8 @@ from pt2q.export_utils import (
 )
 from pt2q.graph import load, save
 from pt2q.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
+from pt2q.report import report
 
 __all__ = ["graph", "ops", "observer", "quantizer", "save", "load", "prepare_pt2e", "prepare_qat_pt2e",
            "convert_pt2e", "move_exported_model_to_eval", "move_exported_model_to_train",
-           "allow_exported_model_train_eval", "save_calibration", "load_calibration", "__version__"]
+           "allow_exported_model_train_eval", "save_calibration", "load_calibration", "report", "__version__"]

@@ -13,7 +13,9 @@ from torch import fx
 from pt2q import observer as _obs
 
 Q_ANNOTATION_KEY = "quantization_annotation"
-_SHARING_ATTRS = ("dtype", "is_dynamic", "quant_min", "quant_max", "qscheme", "ch_axis", "scale", "zero_point")
+_SHARING_ATTRS = ("dtype", "is_dynamic", "quant_min", "quant_max", "qscheme", "ch_axis", "scale", "zero_point",
+                  # MXQuantizationSpec's parameters (affine specs have none of them)
+                  "elem_format", "block_size", "axis", "rounding", "scale_mode", "flush_fp32_subnorms", "seed")
 
 
 class AnnotationError(ValueError):

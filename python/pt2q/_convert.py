@@ -10,6 +10,7 @@ from torch import fx
 from pt2q import _annotations as _ann
 from pt2q import graph as _graph
 from pt2q._C import convert as _cconv
+from pt2q.observer_mx import MXFakeQuantize
 from pt2q.export_utils import disallow_eval_train
 
 _SUPPORTED_QDTYPES = (torch.quint8, torch.qint8, torch.qint32, torch.uint8, torch.int8, torch.uint16, torch.int16,
@@ -139,7 +140,9 @@ def convert(model: fx.GraphModule, use_reference_representation: bool, fold_quan
     device = devices.pop() if len(devices) == 1 else torch.device("cpu")
     records: dict[str, dict] = {}
     for n in model.graph.nodes:
-        if n.op == "call_module" and n.target not in records and _is_observer(modules.get(n.target)):
+        if n.op == "call_module" and n.target not in records and isinstance(modules.get(n.target), MXFakeQuantize):
+            records[n.target] = modules[n.target].conversion_record()
+        elif n.op == "call_module" and n.target not in records and _is_observer(modules.get(n.target)):
             where = f"{n.target} (observing %{n.args[0].name})"
             records[n.target] = _record(modules[n.target], where)
             rec, src = records[n.target], n.args[0]

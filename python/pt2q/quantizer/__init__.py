@@ -37,11 +37,13 @@ from pt2q.quantizer.linear_quantizers import (
     Int8DynActInt8WeightQuantizer,
     Int8WeightOnlyQuantizer,
 )
+from pt2q.quantizer.mx_quantizer import BFP_FORMATS, MXQuantizationConfig, MXQuantizationSpec, MXQuantizer
 from pt2q.quantizer.xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
 
 __all__ = [
     "Int8WeightOnlyQuantizer", "Int4WeightOnlyQuantizer", "Int8DynActInt8WeightQuantizer",
-    "Int8DynActInt4WeightQuantizer", "XNNPACKQuantizer", "get_symmetric_quantization_config", "X86InductorQuantizer",
+    "Int8DynActInt4WeightQuantizer", "MXQuantizer", "MXQuantizationConfig", "MXQuantizationSpec", "BFP_FORMATS",
+    "XNNPACKQuantizer", "get_symmetric_quantization_config", "X86InductorQuantizer",
     "get_default_x86_inductor_quantization_config", "EmbeddingQuantizer", "get_embedding_operators_config",
     "Quantizer", "ComposableQuantizer", "EdgeOrNode", "QuantizationSpec", "QuantizationSpecBase",
     "DerivedQuantizationSpec", "FixedQParamsQuantizationSpec", "SharedQuantizationSpec", "QuantizationAnnotation",
