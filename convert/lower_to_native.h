@@ -13,7 +13,8 @@ namespace pt2q {
 /// conv2d_q8, then aten.linear on a dequantized constant int8 weight (per channel along axis 0, or per
 /// group; int4 codes in groups of a multiple of 32) into pt2q.linear_w8a16 / linear_w4a16, or
 /// linear_w8a8 / linear_w4a8 when its input is a per-token dynamic quantize/dequantize chain,
-/// with the weight packed now (new constants _packed_weight{i}, names in `taken` avoided); other
+/// with the weight packed now (new constants _packed_weight{i}, names in `taken` avoided), and
+/// aten.linear on an MX weight (mx_dequantize of constant codes) into pt2q.linear_mx; other
 /// chains are left as they are. Returns how many linears it lowered.
 int64_t lowerToNative(Graph& graph, const std::set<std::string>& taken);
 

@@ -26,4 +26,9 @@ Node* addPackedWeight(Graph& g, const std::set<std::string>& taken, at::Tensor p
 /// (convert/lower_static_to_native.cpp). Returns how many.
 int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken);
 
+/// aten.linear on mx_dequantize(constant codes, constant scales) blocked along K, its input
+/// optionally mx_fake_quantize'd along K, becomes pt2q.linear_mx on the codes
+/// (convert/lower_mx_to_native.cpp). Returns how many.
+int64_t lowerMxLinears(Graph& g);
+
 }  // namespace pt2q

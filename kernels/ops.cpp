@@ -75,6 +75,15 @@ TORCH_LIBRARY(pt2q, m) {
       "bfp_fake_quantize(Tensor x, int bits=8, int block_size=32, int axis=-1, str rounding=\"nearest\", "
       "str scale_mode=\"floor\", bool flush_fp32_subnorms=False, int? seed=None) -> Tensor");
 
+  // linear_mx: F.linear(x, mx_dequantize(weight_codes, weight_scales, weight_format, block_size, -1,
+  // K)) with x optionally MX fake-quantized along K first (input_format; rounding not
+  // stochastic), accumulated in fp32, output in x's dtype. The weight is mx_quantize's storage of
+  // a [N, K] weight blocked along K (kernels/README.md, "MX linear").
+  m.def(
+      "linear_mx(Tensor input, Tensor weight_codes, Tensor weight_scales, str weight_format, int block_size=32, "
+      "Tensor? bias=None, str? input_format=None, int input_block_size=32, str input_rounding=\"nearest\", "
+      "str input_scale_mode=\"floor\", bool input_flush_fp32_subnorms=False) -> Tensor");
+
   // ---- Quantized linear (kernels/README.md, "Packed int8 weights") ----------------------------
   // pack_weight_int8: int8 weight [N, K] -> the "n4k16" layout the linear kernels stream: rows in
   // blocks of 4, each block as K/16 chunks of 4 x 16 bytes (N padded to 4, K to 16, with zeros).

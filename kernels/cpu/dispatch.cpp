@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/affine_microkernels.h"
 #include "kernels/cpu/linear_microkernels.h"
+#include "kernels/cpu/linear_mx_microkernels.h"
 #include "kernels/cpu/mx_microkernels.h"
 
 namespace pt2q::cpu {
@@ -116,6 +117,17 @@ const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
       affineKernels().isa == Isa::kAvx512 && bf16Allowed() && cpuHasBf16() ? linearW4Bf16Avx512() : nullptr;
   return chosen;
 #else
+  return nullptr;
+#endif
+}
+
+LinearMxRowsFn linearMxRowsKernel(MxUnitKind kind) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (affineKernels().isa != Isa::kAvx512) return nullptr;
+  if (kind == MxUnitKind::kSixBit && !__builtin_cpu_supports("avx512vbmi")) return nullptr;
+  return linearMxRowsAvx512();
+#else
+  (void)kind;
   return nullptr;
 #endif
 }

@@ -145,30 +145,6 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
   return {codes.view(layout.dtype), scales};
 }
 
-// The value of every code of a format of at most 8 bits, for table lookups: integers
-// sign-extended from their stored width, floats decoded (sign | exponent | mantissa).
-std::array<float, 256> codeTable(const ElemFormat& f, const CodeLayout& l) {
-  std::array<float, 256> t{};
-  const int m = f.stored_mbits();
-  for (int code = 0; code < 256; ++code) {
-    if (f.is_int()) {
-      const int bits = l.bits;
-      const int v = (code & (1 << (bits - 1))) ? (code & ((1 << bits) - 1)) - (1 << bits) : (code & ((1 << bits) - 1));
-      t[code] = std::ldexp(static_cast<float>(v), -m);
-      continue;
-    }
-    const int nbits = 1 + f.ebits + m;
-    if (code >= (1 << nbits)) continue;
-    const int sign = (code >> (f.ebits + m)) & 1;
-    const int expf = (code >> m) & ((1 << f.ebits) - 1);
-    const int mant = code & ((1 << m) - 1);
-    const float mag = expf == 0 ? std::ldexp(static_cast<float>(mant), f.emin() - m)
-                                : std::ldexp(1.0f + std::ldexp(static_cast<float>(mant), -m), expf - f.bias());
-    t[code] = sign ? -mag : mag;
-  }
-  return t;
-}
-
 template <typename Out>
 Out fromFloat(float v) {
   return static_cast<Out>(v);  // c10::BFloat16 / c10::Half round to nearest even

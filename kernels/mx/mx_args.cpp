@@ -1,6 +1,8 @@
 // Argument checks of the MX / BFP ops, shared by the reference, CPU and Meta kernels.
 #include "kernels/mx/mx_args.h"
 
+#include <cmath>
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <mutex>
@@ -115,6 +117,28 @@ MxDequantArgs prepareMxDequantize(const at::Tensor& codes, const at::Tensor& sca
                                            : std::string("the codes have ") + std::to_string(want));
   }
   return a;
+}
+
+std::array<float, 256> codeTable(const ElemFormat& f, const CodeLayout& l) {
+  std::array<float, 256> t{};
+  const int m = f.stored_mbits();
+  for (int code = 0; code < 256; ++code) {
+    if (f.is_int()) {
+      const int bits = l.bits;
+      const int v = (code & (1 << (bits - 1))) ? (code & ((1 << bits) - 1)) - (1 << bits) : (code & ((1 << bits) - 1));
+      t[code] = std::ldexp(static_cast<float>(v), -m);
+      continue;
+    }
+    const int nbits = 1 + f.ebits + m;
+    if (code >= (1 << nbits)) continue;
+    const int sign = (code >> (f.ebits + m)) & 1;
+    const int expf = (code >> m) & ((1 << f.ebits) - 1);
+    const int mant = code & ((1 << m) - 1);
+    const float mag = expf == 0 ? std::ldexp(static_cast<float>(mant), f.emin() - m)
+                                : std::ldexp(1.0f + std::ldexp(static_cast<float>(mant), -m), expf - f.bias());
+    t[code] = sign ? -mag : mag;
+  }
+  return t;
 }
 
 std::vector<int64_t> codesShape(at::IntArrayRef sizes, const CodeLayout& l) {

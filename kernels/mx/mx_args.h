@@ -1,6 +1,7 @@
 // Argument checks of the MX / BFP ops, shared by the reference, CPU and Meta kernels.
 #pragma once
 
+#include <array>
 #include <optional>
 
 #include <ATen/ATen.h>
@@ -52,6 +53,10 @@ struct CodeLayout {
   bool packed() const { return per_group > 1; }
 };
 CodeLayout codeLayout(const ElemFormat& f);
+/// The value of every code of a format of at most 8 bits (before the block scale), for table
+/// lookups: integers sign-extended from their stored width times 2^-m, floats decoded
+/// (sign | exponent | mantissa).
+std::array<float, 256> codeTable(const ElemFormat& f, const CodeLayout& l);
 
 /// Validated arguments of mx_dequantize: the format, its code layout, the axis and block size
 /// and the logical (unpacked) shape of the result.

@@ -7,6 +7,7 @@
 #include "kernels/affine_ops.h"
 #include "kernels/int4_pack_args.h"
 #include "kernels/linear_dynamic.h"
+#include "kernels/linear_mx.h"
 #include "kernels/linear_static.h"
 #include "kernels/linear_weight_only_args.h"
 #include "kernels/mx/mx_args.h"
@@ -70,6 +71,16 @@ void bindReference(py::module_& m) {
         },
         py::arg("codes"), py::arg("scales"), py::arg("elem_format"), py::arg("block_size") = 32, py::arg("axis") = -1,
         py::arg("last_dim") = py::none(), py::arg("output_dtype") = at::kFloat);
+  m.def("linear_mx",
+        [](const at::Tensor& x, const at::Tensor& codes, const at::Tensor& scales, const std::string& fmt,
+           int64_t block, const c10::optional<at::Tensor>& bias, const std::optional<std::string>& x_fmt,
+           int64_t x_block, const std::string& rounding, const std::string& scale_mode, bool flush) {
+          return linearMxRef(x, codes, scales, fmt, block, bias, x_fmt, x_block, rounding, scale_mode, flush);
+        },
+        py::arg("input"), py::arg("weight_codes"), py::arg("weight_scales"), py::arg("weight_format"),
+        py::arg("block_size") = 32, py::arg("bias") = py::none(), py::arg("input_format") = py::none(),
+        py::arg("input_block_size") = 32, py::arg("input_rounding") = "nearest",
+        py::arg("input_scale_mode") = "floor", py::arg("input_flush_fp32_subnorms") = false);
   m.def("pack_int4", [](const at::Tensor& x, const std::string& order) { return packInt4Ref(x, order); },
         py::arg("input"), py::arg("nibble_order") = "low_first");
   m.def("unpack_int4",

@@ -22,6 +22,7 @@ __all__ = [
     "mx_fake_quantize",
     "mx_quantize",
     "mx_dequantize",
+    "linear_mx",
     "bfp_fake_quantize",
     "block_size_per_tensor",
     "block_size_per_channel",
@@ -119,6 +120,17 @@ def mx_quantize(x, elem_format, block_size=32, axis=-1, rounding="nearest", scal
 def mx_dequantize(codes, scales, elem_format, block_size=32, axis=-1, last_dim=None, output_dtype=torch.float32):
     """Codes and scales from mx_quantize back to float."""
     return torch.ops.pt2q.mx_dequantize(codes, scales, elem_format, block_size, axis, last_dim, output_dtype)
+
+
+def linear_mx(input, weight_codes, weight_scales, weight_format, block_size=32, bias=None, input_format=None,
+              input_block_size=32, input_rounding="nearest", input_scale_mode="floor",
+              input_flush_fp32_subnorms=False):
+    """F.linear with an MX weight (mx_quantize's codes and scales of a [N, K] weight blocked along
+    K), the input MX fake-quantized along K first when input_format is given; fp32 accumulation,
+    output in the input's dtype."""
+    return torch.ops.pt2q.linear_mx(input, weight_codes, weight_scales, weight_format, block_size, bias,
+                                    input_format, input_block_size, input_rounding, input_scale_mode,
+                                    input_flush_fp32_subnorms)
 
 
 def block_size_per_tensor(shape: Sequence[int]) -> list[int]:

@@ -334,3 +334,64 @@ def test_bad_parameters_name_the_argument():
         pt2q.report(MLP())
     with pytest.raises(ValueError, match=r"MXFakeQuantize: MX fake quantization takes a floating-point tensor"):
         MXFakeQuantize("int8")(torch.ones(4, dtype=torch.int32))
+
+
+# ---- lower_to_native ------------------------------------------------------------------------------
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = nn.Linear(64, 32), nn.Linear(64, 32, bias=False)
+
+    def forward(self, x):
+        return self.q(x) * self.k(x)
+
+
+@pytest.mark.parametrize("weight,act", [("fp4_e2m1", "int8"), ("int8", None), ("fp6_e2m3", "fp8_e4m3"),
+                                        ("fp8_e5m2", "fp4_e2m1"), ("bfp12", "bfp16")])
+def test_lower_to_native_turns_every_mx_linear_into_linear_mx(weight, act):
+    m = MLP().eval()
+    x = data((3, 96), 13)
+    p, c = flow(m, (x,), MXQuantizationConfig(weight=weight, input_activation=act))
+    lowered = pt2q.convert_pt2e(p, lower_to_native=True)
+    targets = [n.target for n in lowered.graph.nodes if n.op == "call_function"]
+    assert targets.count(torch.ops.pt2q.linear_mx.default) == 2
+    assert torch.ops.pt2q.mx_dequantize.default not in targets and torch.ops.aten.linear.default not in targets
+    assert torch.ops.pt2q.mx_fake_quantize.default not in targets  # moved into the op
+    want, got = c(x).detach(), lowered(x).detach()
+    # each output: the same products as the converted model's F.linear, summed in another order
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6 * float(want.abs().max()))
+    for n in lowered.graph.nodes:
+        if n.target == torch.ops.pt2q.linear_mx.default:
+            assert n.args[3] == ELEM.get(weight, weight) and n.args[6] == (None if act is None else ELEM.get(act, act))
+    assert torch.allclose(torch.export.export(lowered, (x,)).module()(x), got, rtol=0, atol=0)
+
+
+def test_lowering_keeps_a_shared_fake_quant_and_leaves_stochastic_rounding_outside():
+    m = TwoHeads().eval()
+    x = data((2, 64), 14)
+    _, c = flow(m, (x,), MXQuantizationConfig(weight="int4", input_activation="int8"))
+    p, _ = flow(m, (x,), MXQuantizationConfig(weight="int4", input_activation="int8"))
+    lowered = pt2q.convert_pt2e(p, lower_to_native=True)
+    targets = [n.target for n in lowered.graph.nodes if n.op == "call_function"]
+    assert targets.count(torch.ops.pt2q.linear_mx.default) == 2
+    assert torch.allclose(lowered(x), c(x), rtol=1e-5, atol=1e-6)
+    cfg = MXQuantizationConfig(weight="int4", input_activation="int8", rounding="stochastic", seed=3)
+    p, c = flow(m, (x,), cfg)
+    lowered = pt2q.convert_pt2e(p, lower_to_native=True)
+    fq_nodes = [n for n in lowered.graph.nodes if n.target == torch.ops.pt2q.mx_fake_quantize.default]
+    assert len(fq_nodes) == 1  # the input's (stochastic): kept in the graph, the op gets its output
+    assert all(n.args[6] is None for n in lowered.graph.nodes if n.target == torch.ops.pt2q.linear_mx.default)
+    assert torch.allclose(lowered(x), c(x), rtol=1e-5, atol=1e-6)
+
+
+def test_bf16_model_lowers_and_conv_stays():
+    m = ConvNet().eval().to(torch.bfloat16)
+    x = data((2, 48, 8, 8), 15).to(torch.bfloat16)
+    p, c = flow(m, (x,), MXQuantizationConfig(weight="fp4_e2m1", input_activation="int8"))
+    lowered = pt2q.convert_pt2e(p, lower_to_native=True)
+    targets = [n.target for n in lowered.graph.nodes if n.op == "call_function"]
+    assert targets.count(torch.ops.pt2q.linear_mx.default) == 1  # the linear; the convs stay q/dq
+    assert targets.count(torch.ops.pt2q.mx_dequantize.default) == 2
+    want, got = c(x).float(), lowered(x).float()
+    assert torch.allclose(got, want, rtol=2 ** -7, atol=2 ** -7 * float(want.abs().max()))

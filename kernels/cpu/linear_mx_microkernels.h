@@ -1,0 +1,57 @@
+// The row kernels of pt2q::linear_mx (kernels/cpu/linear_mx_cpu.cpp), torch-free. A weight row is
+// read in units of 32 consecutive codes (one unit never straddles a block: the block size is a
+// multiple of 32); each unit decodes into two 16-lane fp32 vectors whose lanes follow the order
+// mxUnitOrder gives, so x is permuted the same way once per call and every product is a plain
+// vector FMA. A block's sum is multiplied by its E8M0 scale once.
+#pragma once
+
+#include <cstdint>
+
+namespace pt2q::cpu {
+
+enum class MxUnitKind : uint8_t {
+  kInt8,    // 32 bytes, int8 codes: cvt to fp32 (the 2^-6 step is in the scale table)
+  kNibble,  // 16 bytes, 2 codes per byte (fp4_e2m1, int4): a 16-entry table lookup (vpermps)
+  kSixBit,  // 24 bytes, 4 codes per 3 bytes (fp6_e3m2, fp6_e2m3): a 64-entry table (vpermi2ps x2)
+  kFp8,     // 32 bytes, OFP8 codes: sign | magnitude shifted into an fp32, times 2^(127 - bias)
+};
+
+struct MxLinearRows {
+  MxUnitKind kind = MxUnitKind::kInt8;
+  const uint8_t* codes = nullptr;   // [N, row_bytes]
+  int64_t row_bytes = 0;
+  const uint8_t* scales = nullptr;  // [N, scale_stride] E8M0 bytes
+  int64_t scale_stride = 0;
+  const float* scale_values = nullptr;  // 256 entries: the fp32 multiplier of each scale byte
+  int64_t units = 0;            // whole units at the start of each row that the kernel covers
+  int64_t units_per_block = 1;  // block_size / 32
+  const float* table = nullptr;  // kNibble: 16 values, kSixBit: 64 values
+  int fp8_shift = 20;            // kFp8: 20 (e4m3) or 21 (e5m2)
+  float fp8_mult = 1.0f;         // kFp8: 2^(127 - bias)
+  const float* x = nullptr;      // [m, units * 32], each unit permuted by mxUnitOrder
+  int64_t x_stride = 0;
+  int64_t m = 1;                 // 1..4
+};
+
+/// out[(n - n0) * m + i] = sum over row n's units of w * x[i], each block's sum times its scale.
+using LinearMxRowsFn = void (*)(const MxLinearRows& a, int64_t n0, int64_t n1, float* out);
+
+/// The element of a unit held by lane j (0-15: the first vector, 16-31: the second).
+inline int mxUnitElement(MxUnitKind kind, int j) {
+  const int v = j / 16, i = j % 16;
+  switch (kind) {
+    case MxUnitKind::kNibble: return 2 * i + v;                  // byte i: low nibble 2i, high 2i+1
+    case MxUnitKind::kSixBit: return 4 * (i % 8) + 2 * v + i / 8;  // 3-byte group i % 8 holds 4 codes
+    default: return j;
+  }
+}
+
+/// The AVX-512 row kernel for `kind` when this CPU runs it (kSixBit also needs AVX512_VBMI) and
+/// PT2Q_CPU_ISA allows AVX-512, else nullptr (the op then runs its portable loop).
+LinearMxRowsFn linearMxRowsKernel(MxUnitKind kind);
+
+#if defined(__x86_64__) || defined(_M_X64)
+LinearMxRowsFn linearMxRowsAvx512();
+#endif
+
+}  // namespace pt2q::cpu

@@ -1,0 +1,160 @@
+// linear_mx's row kernel on AVX-512 (this file is compiled with AVX512F/BW/DQ/VL and VBMI; the
+// dispatcher runs the 6-bit decode only where the CPU has VBMI). Several weight rows at a time, each
+// unit decoded once and multiplied into every x row (up to 4): kernels/cpu/linear_mx_microkernels.h.
+#include <immintrin.h>
+
+#include "kernels/cpu/linear_mx_microkernels.h"
+
+namespace pt2q::cpu {
+namespace {
+
+constexpr int64_t kUnit = 32;
+// The weight stream is prefetched this far ahead (as the int8/int4 linear kernels do).
+constexpr int64_t kPrefetchBytes = 16384;
+
+struct Decoder {
+  MxUnitKind kind;
+  __m512 t0, t1, t2, t3;  // the table (16 or 64 entries)
+  __m512i fp8_mag, fp8_sign;
+  __m512 fp8_mult;
+  int fp8_shift;
+  __m512i six_bytes, six_shift0, six_shift1;
+
+  explicit Decoder(const MxLinearRows& a) : kind(a.kind), fp8_shift(a.fp8_shift) {
+    t0 = t1 = t2 = t3 = _mm512_setzero_ps();
+    if (a.table != nullptr) {
+      t0 = _mm512_loadu_ps(a.table);
+      if (kind == MxUnitKind::kSixBit) {
+        t1 = _mm512_loadu_ps(a.table + 16);
+        t2 = _mm512_loadu_ps(a.table + 32);
+        t3 = _mm512_loadu_ps(a.table + 48);
+      }
+    }
+    fp8_mag = _mm512_set1_epi32(0x7F);
+    fp8_sign = _mm512_set1_epi32(0x80);
+    fp8_mult = _mm512_set1_ps(a.fp8_mult);
+    // kSixBit: dword i takes the 3 bytes of group i % 8; codes 0/1 (lanes < 8 / >= 8) of the first
+    // vector, 2/3 of the second.
+    alignas(64) uint8_t idx[64];
+    alignas(64) int32_t s0[16], s1[16];
+    for (int i = 0; i < 16; ++i) {
+      for (int b = 0; b < 4; ++b) idx[4 * i + b] = static_cast<uint8_t>(3 * (i % 8) + (b < 3 ? b : 0));
+      s0[i] = 6 * (i / 8);
+      s1[i] = 12 + 6 * (i / 8);
+    }
+    six_bytes = _mm512_load_si512(idx);
+    six_shift0 = _mm512_load_si512(s0);
+    six_shift1 = _mm512_load_si512(s1);
+  }
+
+  __m512 lut64(__m512i c) const {
+    const __m512 lo = _mm512_permutex2var_ps(t0, c, t1), hi = _mm512_permutex2var_ps(t2, c, t3);
+    return _mm512_mask_blend_ps(_mm512_test_epi32_mask(c, _mm512_set1_epi32(32)), lo, hi);
+  }
+
+  __m512 fp8(__m128i bytes) const {
+    const __m512i v = _mm512_cvtepu8_epi32(bytes);
+    const __m512i bits = _mm512_or_si512(_mm512_sll_epi32(_mm512_and_si512(v, fp8_mag), _mm_cvtsi32_si128(fp8_shift)),
+                                         _mm512_slli_epi32(_mm512_and_si512(v, fp8_sign), 24));
+    return _mm512_mul_ps(_mm512_castsi512_ps(bits), fp8_mult);
+  }
+
+  void unit(const uint8_t* p, __m512& w0, __m512& w1) const {
+    switch (kind) {
+      case MxUnitKind::kInt8:
+        w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+        w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
+        break;
+      case MxUnitKind::kNibble: {
+        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        w0 = _mm512_permutexvar_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)), t0);
+        w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t0);
+        break;
+      }
+      case MxUnitKind::kSixBit: {
+        const __m512i raw = _mm512_maskz_loadu_epi8(0xFFFFFFull, p);
+        const __m512i words = _mm512_permutexvar_epi8(six_bytes, raw);
+        const __m512i mask = _mm512_set1_epi32(63);
+        w0 = lut64(_mm512_and_si512(_mm512_srlv_epi32(words, six_shift0), mask));
+        w1 = lut64(_mm512_and_si512(_mm512_srlv_epi32(words, six_shift1), mask));
+        break;
+      }
+      case MxUnitKind::kFp8:
+        w0 = fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        w1 = fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
+        break;
+    }
+  }
+};
+
+int64_t unitBytes(MxUnitKind kind) {
+  switch (kind) {
+    case MxUnitKind::kNibble: return 16;
+    case MxUnitKind::kSixBit: return 24;
+    default: return 32;
+  }
+}
+
+// R weight rows from row n against MX x rows.
+template <int R, int MX>
+void rowsOf(const MxLinearRows& a, const Decoder& d, int64_t n, float* out) {
+  const int64_t ub = unitBytes(a.kind);
+  const uint8_t* row[R];
+  for (int r = 0; r < R; ++r) row[r] = a.codes + (n + r) * a.row_bytes;
+  __m512 tot[R][MX];
+  for (auto& t : tot) {
+    for (auto& v : t) v = _mm512_setzero_ps();
+  }
+  for (int64_t u0 = 0, b = 0; u0 < a.units; u0 += a.units_per_block, ++b) {
+    __m512 acc[R][MX][2];
+    for (auto& x : acc) {
+      for (auto& y : x) y[0] = y[1] = _mm512_setzero_ps();
+    }
+    const int64_t u1 = u0 + a.units_per_block < a.units ? u0 + a.units_per_block : a.units;
+    for (int64_t u = u0; u < u1; ++u) {
+      for (int r = 0; r < R; ++r) {
+        if (((u * ub) & 63) < ub) _mm_prefetch(reinterpret_cast<const char*>(row[r] + u * ub + kPrefetchBytes), _MM_HINT_T0);
+        __m512 w0, w1;
+        d.unit(row[r] + u * ub, w0, w1);
+        for (int i = 0; i < MX; ++i) {
+          const float* xu = a.x + i * a.x_stride + u * kUnit;
+          acc[r][i][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xu), acc[r][i][0]);
+          acc[r][i][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xu + 16), acc[r][i][1]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 s = _mm512_set1_ps(a.scale_values[a.scales[(n + r) * a.scale_stride + b]]);
+      for (int i = 0; i < MX; ++i) tot[r][i] = _mm512_fmadd_ps(_mm512_add_ps(acc[r][i][0], acc[r][i][1]), s, tot[r][i]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int i = 0; i < MX; ++i) out[r * a.m + i] = _mm512_reduce_add_ps(tot[r][i]);
+  }
+}
+
+// Rows at a time: enough independent FMA chains to cover their latency (4 rows for 1-2 x rows,
+// 2 for 3-4, where the x rows add chains and 4 rows would run out of registers).
+template <int MX>
+void rowsRange(const MxLinearRows& a, int64_t n0, int64_t n1, float* out) {
+  constexpr int kRows = MX <= 2 ? 4 : 2;
+  const Decoder d(a);
+  int64_t n = n0;
+  for (; n + kRows <= n1; n += kRows) rowsOf<kRows, MX>(a, d, n, out + (n - n0) * a.m);
+  for (; n < n1; ++n) rowsOf<1, MX>(a, d, n, out + (n - n0) * a.m);
+}
+
+void rows(const MxLinearRows& a, int64_t n0, int64_t n1, float* out) {
+  switch (a.m) {
+    case 1: rowsRange<1>(a, n0, n1, out); break;
+    case 2: rowsRange<2>(a, n0, n1, out); break;
+    case 3: rowsRange<3>(a, n0, n1, out); break;
+    default: rowsRange<4>(a, n0, n1, out); break;
+  }
+}
+
+}  // namespace
+
+LinearMxRowsFn linearMxRowsAvx512() { return &rows; }
+
+}  // namespace pt2q::cpu
