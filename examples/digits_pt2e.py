@@ -1,6 +1,7 @@
 """pt2q's main job, end to end: train a small CNN on scikit-learn's handwritten digits, export it,
-quantize it with pt2q's PT2E flow (static int8 per-channel, dynamic int8, and the weight-only and
-per-token dynamic schemes lowered to pt2q's native linears), calibrate, convert, and compare
+quantize it with pt2q's PT2E flow (static int8 per-channel, dynamic int8, the weight-only and
+per-token dynamic schemes lowered to pt2q's native linears, and MX formats with packed weights
+and pt2q.linear_mx), calibrate, convert, and compare
 accuracy, size and latency with the float model.
 
     python examples/digits_pt2e.py [--epochs N] [--compile]
@@ -21,6 +22,8 @@ from pt2q.quantizer import (
     Int8DynActInt4WeightQuantizer,
     Int8DynActInt8WeightQuantizer,
     Int8WeightOnlyQuantizer,
+    MXQuantizationConfig,
+    MXQuantizer,
     XNNPACKQuantizer,
     get_symmetric_quantization_config,
 )
@@ -137,6 +140,11 @@ def main():
         ("int4 weight-only g32, nat.", Int4WeightOnlyQuantizer(32), False, True),
         ("int8 dyn act+int8 w, nat.", Int8DynActInt8WeightQuantizer(), False, True),
         ("int8 dyn act+int4 w, nat.", Int8DynActInt4WeightQuantizer(32), False, True),
+        # MX: per-block E8M0 scales chosen at run time, so no calibration either
+        ("MXINT8 w+act, native", MXQuantizer().set_global(
+            MXQuantizationConfig(weight="int8", input_activation="int8")), False, True),
+        ("MXFP4 w, MXINT8 act, nat.", MXQuantizer().set_global(
+            MXQuantizationConfig(weight="fp4_e2m1", input_activation="int8")), False, True),
     ]
     for name, quantizer, needs_data, native in schemes:
         print(f"{name}:")
@@ -170,11 +178,12 @@ def main():
     print("\nbatch 64, all threads. The rows without \"native\" run the reference quantize/dequantize ops\n"
           "eagerly. The native rows are converted with lower_to_native=True (no calibration, except\n"
           "the static one): their linears run pt2q.linear_w8a16 / linear_w4a16 / linear_w8a8 /\n"
-          "linear_w4a8, the int8 activations quantized inside the op (per token, or per tensor for\n"
-          "XNNPACK's dynamic config), the convolutions in float; \"int8 static, native\" runs its\n"
-          "convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in and out). --compile\n"
-          "lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq -> max_pool2d -> q on\n"
-          "CPU tensors).")
+          "linear_w4a8 / linear_mx, the activations quantized inside the op (int8 per token, per\n"
+          "tensor for XNNPACK's dynamic config, MX blocks of 32), the convolutions in float (the MX\n"
+          "ones on weights kept as packed codes + E8M0 scales, dequantized per call); \"int8 static,\n"
+          "native\" runs its convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in\n"
+          "and out). --compile lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq ->\n"
+          "max_pool2d -> q on CPU tensors).")
 
 
 if __name__ == "__main__":

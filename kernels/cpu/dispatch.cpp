@@ -121,11 +121,11 @@ const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
 #endif
 }
 
-LinearMxRowsFn linearMxRowsKernel(MxUnitKind kind) {
+const LinearMxKernels* linearMxKernels(MxUnitKind kind) {
 #if defined(__x86_64__) || defined(_M_X64)
   if (affineKernels().isa != Isa::kAvx512) return nullptr;
   if (kind == MxUnitKind::kSixBit && !__builtin_cpu_supports("avx512vbmi")) return nullptr;
-  return linearMxRowsAvx512();
+  return linearMxKernelsAvx512();
 #else
   (void)kind;
   return nullptr;

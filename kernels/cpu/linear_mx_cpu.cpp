@@ -2,10 +2,9 @@
 // AVX-512 row kernel (codes decoded in registers, never stored as floats), up to 4 x rows per
 // pass; codes the kernel does not cover (a ragged tail of K, a block size that is not a multiple
 // of 32, formats without a vector decode) go through a portable loop that decodes one code at a
-// time as mx_dequantize does. Many rows (prefill): 256-row tiles of the weight are dequantized
-// (mx_dequantize) and multiplied by ATen's fp32 GEMM, so the float weight never exists whole.
+// time as mx_dequantize does. Many rows (prefill): 256-row tiles of the weight are dequantized by
+// the same decoders and multiplied by ATen's fp32 GEMM, so the float weight never exists whole.
 #include <ATen/Parallel.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <array>
@@ -63,14 +62,67 @@ inline float scaleOf(uint8_t s) {
   return s == 255 ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, static_cast<int>(s) - 127);
 }
 
-at::Tensor dequantizeRows(const at::Tensor& codes, const at::Tensor& scales, c10::string_view format, int64_t block,
-                          int64_t k) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("pt2q::mx_dequantize", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view, int64_t,
-                                               int64_t, std::optional<int64_t>, at::ScalarType)>();
-  return op.call(codes, scales, format, block, -1, k, at::kFloat);
-}
+// What the kernels need about one weight: its codes, scales, tables and vector kernels.
+struct MxWeight {
+  const LinearMxArgs* a;
+  const uint8_t* codes;
+  const uint8_t* scales;
+  int64_t nb;                        // scales per row
+  std::array<float, 256> table{};    // code -> value before the block scale (codes of <= 8 bits)
+  std::array<float, 256> scale_values{};
+  float wide_step = 1.0f;            // BFP codes wider than 8 bits: value = code * wide_step
+  const cpu::LinearMxKernels* kernels = nullptr;
+  cpu::MxLinearRows rows;            // the kernels' view (x fields set per call)
+  int64_t k0 = 0;                    // the kernels cover [0, k0) of every row, the loop [k0, k)
+
+  MxWeight(const LinearMxArgs& args, const at::Tensor& c, const at::Tensor& s) : a(&args) {
+    const mx::CodeLayout& l = args.layout;
+    codes = reinterpret_cast<const uint8_t*>(c.const_data_ptr());
+    scales = s.const_data_ptr<uint8_t>();
+    nb = s.size(1);
+    if (l.bits <= 8) table = mx::codeTable(args.weight_format, l);
+    wide_step = std::ldexp(1.0f, -args.weight_format.stored_mbits());
+    const auto kind = unitKind(args.weight_format, l);
+    kernels = kind ? cpu::linearMxKernels(*kind) : nullptr;
+    if (kind == MxUnitKind::kFp8 && denormalsAreZero()) kernels = nullptr;
+    const float block_mult = kind == MxUnitKind::kInt8 ? table[1] : 1.0f;  // int8: the code step 2^-6
+    for (int v = 0; v < 256; ++v) scale_values[v] = scaleOf(static_cast<uint8_t>(v)) * block_mult;
+    const int64_t units = kernels != nullptr && args.block % kUnit == 0 ? args.k / kUnit : 0;
+    k0 = units * kUnit;
+    if (units == 0) return;
+    rows.kind = *kind;
+    rows.codes = codes;
+    rows.row_bytes = args.row_bytes;
+    rows.scales = scales;
+    rows.scale_stride = nb;
+    rows.scale_values = scale_values.data();
+    rows.units = units;
+    rows.units_per_block = args.block / kUnit;
+    rows.table = *kind == MxUnitKind::kNibble || *kind == MxUnitKind::kSixBit ? table.data() : nullptr;
+    const bool e4m3 = args.weight_format.name == "fp8_e4m3";
+    rows.fp8_shift = e4m3 ? 20 : 21;
+    rows.fp8_mult = std::ldexp(1.0f, 127 - (e4m3 ? 7 : 15));
+    rows.x_stride = k0;
+  }
+
+  // Element kk of row n as mx_dequantize gives it (value times scale, in fp32).
+  float at(int64_t n, int64_t kk) const {
+    const bool wide = a->layout.bits > 8;
+    const uint8_t* rp = codes + n * a->row_bytes * (wide ? 2 : 1);
+    const float v = wide ? static_cast<float>(reinterpret_cast<const int16_t*>(rp)[kk]) * wide_step
+                         : table[codeAt(rp, kk, a->layout)];
+    return v * scaleOf(scales[n * nb + kk / a->block]);
+  }
+
+  // Rows [n0, n1) dequantized into out [n1 - n0, k] (ld k).
+  void decode(int64_t n0, int64_t n1, float* out) const {
+    const int64_t k = a->k;
+    if (k0 > 0) kernels->decode(rows, n0, n1, out, k);
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t kk = k0; kk < k; ++kk) out[(n - n0) * k + kk] = at(n, kk);
+    }
+  }
+};
 
 at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, const at::Tensor& weight_scales,
                        c10::string_view weight_format, int64_t block_size, const c10::optional<at::Tensor>& bias,
@@ -86,77 +138,51 @@ at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, 
   at::Tensor out = at::zeros({m, n}, x.options());
   const at::Tensor codes = weight_codes.contiguous();
   const at::Tensor scales = weight_scales.contiguous();
-  if (m > 0 && n > 0 && m >= kGemmRows) {
+  if (m == 0 || n == 0 || k == 0) {
+    // nothing to sum
+  } else if (m >= kGemmRows) {
+    const MxWeight w(a, codes, scales);
+    at::Tensor tile = at::empty({std::min(n, kGemmTile), k}, x.options());
     for (int64_t n0 = 0; n0 < n; n0 += kGemmTile) {
       const int64_t n1 = std::min(n, n0 + kGemmTile);
-      const at::Tensor w = dequantizeRows(codes.slice(0, n0, n1), scales.slice(0, n0, n1), weight_format, block_size, k);
-      out.slice(1, n0, n1).copy_(at::mm(x, w.t()));
+      float* t = tile.data_ptr<float>();
+      at::parallel_for(n0, n1, 8, [&](int64_t r0, int64_t r1) { w.decode(r0, r1, t + (r0 - n0) * k); });
+      out.slice(1, n0, n1).copy_(at::mm(x, tile.slice(0, 0, n1 - n0).t()));
     }
-  } else if (m > 0 && n > 0 && k > 0) {
-    const mx::CodeLayout& l = a.layout;
-    const auto kind = unitKind(a.weight_format, l);
-    cpu::LinearMxRowsFn kernel = kind ? cpu::linearMxRowsKernel(*kind) : nullptr;
-    if (kind == MxUnitKind::kFp8 && denormalsAreZero()) kernel = nullptr;
-    const int64_t units = kernel != nullptr && a.block % kUnit == 0 ? k / kUnit : 0;
-    const int64_t k0 = units * kUnit;  // the portable loop covers [k0, k)
-    const bool wide = l.bits > 8;      // BFP codes stored as int16
-    const std::array<float, 256> table = wide ? std::array<float, 256>{} : mx::codeTable(a.weight_format, l);
-    const float wide_step = std::ldexp(1.0f, -a.weight_format.stored_mbits());
-    std::array<float, 256> scale_values;
-    const float block_mult = kind == MxUnitKind::kInt8 ? table[1] : 1.0f;  // int8: the code step 2^-6
-    for (int s = 0; s < 256; ++s) scale_values[s] = scaleOf(static_cast<uint8_t>(s)) * block_mult;
-    const auto* cp = reinterpret_cast<const uint8_t*>(codes.const_data_ptr());
-    const uint8_t* sp = scales.const_data_ptr<uint8_t>();
-    const int64_t nb = scales.size(1);
-    // x permuted unit by unit into the kernel's lane order.
+  } else {
+    const MxWeight w(a, codes, scales);
+    const int64_t k0 = w.k0;
+    // x permuted unit by unit into the kernels' lane order.
     at::Tensor xp;
-    cpu::MxLinearRows rows;
-    if (units > 0) {
+    if (k0 > 0) {
       int perm[kUnit];
-      for (int j = 0; j < kUnit; ++j) perm[j] = cpu::mxUnitElement(*kind, j);
+      for (int j = 0; j < kUnit; ++j) perm[j] = cpu::mxUnitElement(w.rows.kind, j);
       xp = at::empty({m, k0}, x.options());
       const float* xs = x.const_data_ptr<float>();
       float* xd = xp.data_ptr<float>();
       for (int64_t i = 0; i < m; ++i) {
-        for (int64_t u = 0; u < units; ++u) {
+        for (int64_t u = 0; u < k0 / kUnit; ++u) {
           for (int j = 0; j < kUnit; ++j) xd[i * k0 + u * kUnit + j] = xs[i * k + u * kUnit + perm[j]];
         }
       }
-      rows.kind = *kind;
-      rows.codes = cp;
-      rows.row_bytes = a.row_bytes;
-      rows.scales = sp;
-      rows.scale_stride = nb;
-      rows.scale_values = scale_values.data();
-      rows.units = units;
-      rows.units_per_block = a.block / kUnit;
-      rows.table = *kind == MxUnitKind::kNibble || *kind == MxUnitKind::kSixBit ? table.data() : nullptr;
-      const bool e4m3 = a.weight_format.name == "fp8_e4m3";
-      rows.fp8_shift = e4m3 ? 20 : 21;
-      rows.fp8_mult = std::ldexp(1.0f, 127 - (e4m3 ? 7 : 15));
-      rows.x_stride = k0;
     }
     float* o = out.data_ptr<float>();
     const float* xs = x.const_data_ptr<float>();
     at::parallel_for(0, n, 16, [&](int64_t n0, int64_t n1) {
       std::vector<float> tmp(static_cast<size_t>((n1 - n0) * kMaxKernelRows));
-      for (int64_t i0 = 0; i0 < m && units > 0; i0 += kMaxKernelRows) {
-        cpu::MxLinearRows r = rows;
+      for (int64_t i0 = 0; i0 < m && k0 > 0; i0 += kMaxKernelRows) {
+        cpu::MxLinearRows r = w.rows;
         r.m = std::min(kMaxKernelRows, m - i0);
         r.x = xp.const_data_ptr<float>() + i0 * k0;
-        kernel(r, n0, n1, tmp.data());
+        w.kernels->rows(r, n0, n1, tmp.data());
         for (int64_t row = n0; row < n1; ++row) {
           for (int64_t i = 0; i < r.m; ++i) o[(i0 + i) * n + row] = tmp[(row - n0) * r.m + i];
         }
       }
-      if (k0 == k) return;
       for (int64_t row = n0; row < n1; ++row) {
-        const uint8_t* rp = cp + row * a.row_bytes * (wide ? 2 : 1);
         for (int64_t kk = k0; kk < k; ++kk) {
-          const float v = wide ? static_cast<float>(reinterpret_cast<const int16_t*>(rp)[kk]) * wide_step
-                               : table[codeAt(rp, kk, l)];
-          const float w = v * scaleOf(sp[row * nb + kk / a.block]);
-          for (int64_t i = 0; i < m; ++i) o[i * n + row] += w * xs[i * k + kk];
+          const float wv = w.at(row, kk);
+          for (int64_t i = 0; i < m; ++i) o[i * n + row] += wv * xs[i * k + kk];
         }
       }
     });

@@ -35,6 +35,14 @@ struct MxLinearRows {
 
 /// out[(n - n0) * m + i] = sum over row n's units of w * x[i], each block's sum times its scale.
 using LinearMxRowsFn = void (*)(const MxLinearRows& a, int64_t n0, int64_t n1, float* out);
+/// The weight itself over the units of rows [n0, n1), in natural order: out[(n - n0) * ld + k] =
+/// value(code) * scale (mx_dequantize's fp32 values), for the GEMM path's tiles (x unused).
+using LinearMxDecodeFn = void (*)(const MxLinearRows& a, int64_t n0, int64_t n1, float* out, int64_t ld);
+
+struct LinearMxKernels {
+  LinearMxRowsFn rows;
+  LinearMxDecodeFn decode;
+};
 
 /// The element of a unit held by lane j (0-15: the first vector, 16-31: the second).
 inline int mxUnitElement(MxUnitKind kind, int j) {
@@ -46,12 +54,12 @@ inline int mxUnitElement(MxUnitKind kind, int j) {
   }
 }
 
-/// The AVX-512 row kernel for `kind` when this CPU runs it (kSixBit also needs AVX512_VBMI) and
+/// The AVX-512 kernels for `kind` when this CPU runs them (kSixBit also needs AVX512_VBMI) and
 /// PT2Q_CPU_ISA allows AVX-512, else nullptr (the op then runs its portable loop).
-LinearMxRowsFn linearMxRowsKernel(MxUnitKind kind);
+const LinearMxKernels* linearMxKernels(MxUnitKind kind);
 
 #if defined(__x86_64__) || defined(_M_X64)
-LinearMxRowsFn linearMxRowsAvx512();
+const LinearMxKernels* linearMxKernelsAvx512();
 #endif
 
 }  // namespace pt2q::cpu

@@ -153,8 +153,31 @@ void rows(const MxLinearRows& a, int64_t n0, int64_t n1, float* out) {
   }
 }
 
+void decode(const MxLinearRows& a, int64_t n0, int64_t n1, float* out, int64_t ld) {
+  const Decoder d(a);
+  const int64_t ub = unitBytes(a.kind);
+  // Lane j of the decoded pair holds element mxUnitElement(j): gather each element's lane back.
+  alignas(64) int32_t inv[kUnit];
+  for (int j = 0; j < kUnit; ++j) inv[mxUnitElement(a.kind, j)] = j;
+  const __m512i lo = _mm512_load_si512(inv), hi = _mm512_load_si512(inv + 16);
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* row = a.codes + n * a.row_bytes;
+    float* o = out + (n - n0) * ld;
+    for (int64_t u = 0; u < a.units; ++u) {
+      __m512 w0, w1;
+      d.unit(row + u * ub, w0, w1);
+      const __m512 s = _mm512_set1_ps(a.scale_values[a.scales[n * a.scale_stride + u / a.units_per_block]]);
+      _mm512_storeu_ps(o + u * kUnit, _mm512_mul_ps(_mm512_permutex2var_ps(w0, lo, w1), s));
+      _mm512_storeu_ps(o + u * kUnit + 16, _mm512_mul_ps(_mm512_permutex2var_ps(w0, hi, w1), s));
+    }
+  }
+}
+
 }  // namespace
 
-LinearMxRowsFn linearMxRowsAvx512() { return &rows; }
+const LinearMxKernels* linearMxKernelsAvx512() {
+  static const LinearMxKernels k{&rows, &decode};
+  return &k;
+}
 
 }  // namespace pt2q::cpu
