@@ -19,9 +19,10 @@ namespace {
 
 constexpr int64_t kChunkBytes = 64;
 constexpr int kOrWithMask = 0xEA;  // vpternlog: (a & b) | c
-// Software prefetch this far ahead of the weight stream (16 KiB): the hardware prefetcher alone
-// left a 4096 x 11008 weight streaming at 50 GB/s from L3/DRAM where 70+ GB/s were reachable
-// (distances 0.5-16 KiB measured; each doubling helped up to 16 KiB).
+// Software prefetch this far ahead of the weight stream (16 KiB, into L1 like the other block
+// kernels): the hardware prefetcher alone left a 4096 x 11008 weight streaming at 50 GB/s from
+// L3/DRAM on the 2-core AMD VM where 70+ GB/s were reachable (0.5-16 KiB measured; each doubling
+// helped). A non-temporal hint was as good there but 1.6x slower on the 16-thread Intel host.
 constexpr int64_t kPrefetchChunks = 256;
 
 inline __m512bh decode(__m512i words, __m512i nib, __m512i base) {
@@ -51,7 +52,7 @@ void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks
   __m512 tot[MX];
   for (auto& t : tot) t = _mm512_setzero_ps();
   auto step = [&](int64_t c, __m512(&acc)[MX][4]) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + (c + kPrefetchChunks) * kChunkBytes), _MM_HINT_NTA);
+    _mm_prefetch(reinterpret_cast<const char*>(w + (c + kPrefetchChunks) * kChunkBytes), _MM_HINT_T0);
     const __m512i b = _mm512_loadu_si512(w + c * kChunkBytes);
     const __m512bh wa = decode(b, nib, base), wb = decode(_mm512_srli_epi16(b, 8), nib, base);
     const __m512bh wc = decode(_mm512_srli_epi16(b, 4), nib, base), wd = decode(_mm512_srli_epi16(b, 12), nib, base);
