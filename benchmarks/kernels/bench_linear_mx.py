@@ -2,7 +2,7 @@
 (block 32, mx_quantize's storage), the input either float or MX-INT8 fake-quantized inside the op,
 against F.linear with bf16 weights (the baseline) and fp32 weights, and against the unfused
 mx_dequantize -> F.linear the converted (not lowered) graph runs, for the native-linear issue's
-Llama-style shapes and row counts, fp32 activations, with the bytes-over-bandwidth floor from
+Llama-style shapes and row counts, fp32 activations (and bf16 ones for MXINT8 / MXFP4), with the bytes-over-bandwidth floor from
 probes bracketing each group (weights rotated through 256 MiB, as bench_linear_woq.py).
 
 Bytes moved: codes + E8M0 scales (MXFP4: 4.25 bits per weight), x and y. The issue's goal at
@@ -54,6 +54,9 @@ def cases(shapes, rows):
                                 lambda x=x, s=store, f=fmt: P.linear_mx(x, *s(), f), nbytes + io))
                 out.append(Case(group, f"pt2q.linear_mx, {fmt} weight, MXINT8 x",
                                 lambda x=x, s=store, f=fmt: P.linear_mx(x, *s(), f, 32, None, "int8"), nbytes + io))
+                if fmt in ("int8", "fp4_e2m1"):  # bf16 x: from 17 rows the bf16 GEMM on decoded tiles
+                    out.append(Case(group, f"pt2q.linear_mx, {fmt} weight, bf16 x",
+                                    lambda x=xb, s=store, f=fmt: P.linear_mx(x, *s(), f), nbytes + io // 2))
     return out
 
 

@@ -3,7 +3,8 @@
 // pass; codes the kernel does not cover (a ragged tail of K, a block size that is not a multiple
 // of 32, formats without a vector decode) go through a portable loop that decodes one code at a
 // time as mx_dequantize does. Many rows (prefill): 256-row tiles of the weight are dequantized by
-// the same decoders and multiplied by ATen's fp32 GEMM, so the float weight never exists whole.
+// the same decoders and multiplied by ATen's fp32 GEMM (bf16 GEMM for bf16 x, from 12 rows), so
+// the float weight never exists whole.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -29,6 +30,7 @@ using cpu::MxUnitKind;
 constexpr int64_t kUnit = 32;
 constexpr int64_t kMaxKernelRows = 4;  // x rows per pass of the row kernel
 constexpr int64_t kGemmRows = 17;      // from this many x rows on, dequantized tiles and a GEMM
+constexpr int64_t kGemmRowsBf16 = 12;  // the same for bf16 x, whose GEMM is faster (bench_linear_mx.py)
 constexpr int64_t kGemmTile = 256;
 
 // Denormals-are-zero would turn the FP8 decode's subnormal intermediates into zeros.
@@ -124,6 +126,14 @@ struct MxWeight {
   }
 };
 
+// bf16 x: every MX weight value of at most 8 significant bits is a bf16 exactly, so ATen's bf16
+// GEMM (fp32 accumulation, one rounding to bf16: what this op returns for bf16 x) gives the fp32
+// path's result at bf16 speed; a bf16 bias joins before that rounding.
+bool bf16Gemm(const at::Tensor& input, const LinearMxArgs& a, const c10::optional<at::Tensor>& bias) {
+  return input.scalar_type() == at::kBFloat16 && a.layout.bits <= 8 &&
+         (!bias.has_value() || bias->scalar_type() == at::kBFloat16);
+}
+
 at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, const at::Tensor& weight_scales,
                        c10::string_view weight_format, int64_t block_size, const c10::optional<at::Tensor>& bias,
                        const std::optional<std::string>& input_format, int64_t input_block_size,
@@ -140,15 +150,25 @@ at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, 
   const at::Tensor scales = weight_scales.contiguous();
   if (m == 0 || n == 0 || k == 0) {
     // nothing to sum
-  } else if (m >= kGemmRows) {
+  } else if (m >= (bf16Gemm(input, a, bias) ? kGemmRowsBf16 : kGemmRows)) {
     const MxWeight w(a, codes, scales);
+    const bool bf16 = bf16Gemm(input, a, bias);
+    const at::Tensor xb = bf16 ? xq.reshape({m, k}).contiguous() : at::Tensor();
     at::Tensor tile = at::empty({std::min(n, kGemmTile), k}, x.options());
     for (int64_t n0 = 0; n0 < n; n0 += kGemmTile) {
       const int64_t n1 = std::min(n, n0 + kGemmTile);
       float* t = tile.data_ptr<float>();
       at::parallel_for(n0, n1, 8, [&](int64_t r0, int64_t r1) { w.decode(r0, r1, t + (r0 - n0) * k); });
-      out.slice(1, n0, n1).copy_(at::mm(x, tile.slice(0, 0, n1 - n0).t()));
+      const at::Tensor wt = tile.slice(0, 0, n1 - n0);
+      if (!bf16) {
+        out.slice(1, n0, n1).copy_(at::mm(x, wt.t()));
+      } else if (bias.has_value()) {
+        out.slice(1, n0, n1).copy_(at::addmm(bias->slice(0, n0, n1), xb, wt.to(at::kBFloat16).t()));
+      } else {
+        out.slice(1, n0, n1).copy_(at::mm(xb, wt.to(at::kBFloat16).t()));
+      }
     }
+    if (bf16) return out.to(at::kBFloat16).reshape(linearOutputShape(input.sizes(), n));
   } else {
     const MxWeight w(a, codes, scales);
     const int64_t k0 = w.k0;

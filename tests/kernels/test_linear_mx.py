@@ -69,6 +69,15 @@ def test_half_inputs(dtype, m_shape):
     check(x, c, s, "fp4_e2m1", 32, b, "fp8_e4m3")
 
 
+@pytest.mark.parametrize("fmt", ["int8", "fp4_e2m1", "fp6_e2m3", "fp8_e5m2", "int12"])
+def test_bf16_many_rows_over_several_tiles(fmt):
+    """bf16 x of 17+ rows: the bf16 GEMM on decoded tiles (formats of at most 8 bits; int12 takes
+    the fp32 GEMM), bf16 bias inside its rounding; 600 rows of weight = 3 tiles."""
+    x, c, s, b = make(600, 96, (2, 20), fmt, 32, dtype=torch.bfloat16)
+    check(x, c, s, fmt, 32, b.to(torch.bfloat16))
+    check(x, c, s, fmt, 32, None, "int8")
+
+
 def test_nan_block_and_zero_input():
     w = torch.randn(8, 64)
     w[3, 40] = float("nan")
