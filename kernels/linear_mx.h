@@ -40,6 +40,11 @@ at::Tensor linearMxInput(const at::Tensor& input, const std::optional<std::strin
                          int64_t input_block_size, c10::string_view input_rounding, c10::string_view input_scale_mode,
                          bool input_flush_fp32_subnorms);
 
+/// CPU: every row of an MX weight (codes [N, row_bytes], scales [N, blocks], `a`'s geometry)
+/// dequantized into out [N, K] of `out`'s dtype (fp32, bf16, fp16) through linear_mx's
+/// decoders, in parallel; the values mx_dequantize gives (kernels/cpu/linear_mx_cpu.cpp).
+void mxDecodeRowsCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::Tensor& scales, at::Tensor& out);
+
 /// Reference implementation (plain ATen: dequantize, then F.linear in fp32);
 /// kernels/reference/linear_mx.cpp.
 at::Tensor linearMxRef(const at::Tensor& input, const at::Tensor& weight_codes, const at::Tensor& weight_scales,

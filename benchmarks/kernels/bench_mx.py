@@ -1,5 +1,5 @@
-"""MX fake-quantize on CPU: pt2q's fused kernel against its reference path (the same
-arithmetic in unfused ATen ops), with the memory bandwidth measured in the same run.
+"""MX fake-quantize, quantize and dequantize on CPU: pt2q's kernels against the reference path
+(the same arithmetic in unfused ATen ops), with the memory bandwidth measured in the same run.
 
     python benchmarks/kernels/bench_mx.py [--json out.json]
 
@@ -54,6 +54,17 @@ def cases():
                                 int(nbytes * scale)))
                 out.append(Case(g, "  quantize on an 8 MiB slice (in L3)",
                                 lambda xs=xs, fmt=fmt, axis=axis: P.mx_quantize(xs, fmt, 32, axis), int(qbytes * scale)))
+                # dequantize: read codes + scales, write the tensor
+                c, sc = P.mx_quantize(x, fmt, 32, axis)
+                dg = f"mx_dequantize {fmt} block 32, {label}, {tuple(shape)} {str(dt).replace('torch.', '')}"
+                dbytes = c.numel() * c.element_size() + sc.numel() + x.numel() * x.element_size()
+                out.append(Case(dg, "reference path (unfused ATen ops)",
+                                lambda c=c, sc=sc, fmt=fmt, axis=axis, dt=dt: REF.mx_dequantize(c, sc, fmt, 32, axis,
+                                                                                               None, dt),
+                                dbytes, baseline=True))
+                out.append(Case(dg, "pt2q.mx_dequantize",
+                                lambda c=c, sc=sc, fmt=fmt, axis=axis, dt=dt: P.mx_dequantize(c, sc, fmt, 32, axis,
+                                                                                             None, dt), dbytes))
     return out
 
 

@@ -212,6 +212,28 @@ at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, 
 }
 
 }  // namespace
+
+void mxDecodeRowsCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::Tensor& scales, at::Tensor& out) {
+  const MxWeight w(a, codes, scales);
+  const int64_t k = a.k;
+  if (out.scalar_type() == at::kFloat) {
+    float* o = out.data_ptr<float>();
+    at::parallel_for(0, a.n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)), [&](int64_t r0, int64_t r1) { w.decode(r0, r1, o + r0 * k); });
+    return;
+  }
+  // bf16 / fp16: each range decoded to fp32 in a small buffer, then rounded by ATen's vectorized
+  // conversion, so no fp32 copy of the whole tensor is made.
+  const int64_t chunk = std::max<int64_t>(1, 65536 / std::max<int64_t>(k, 1));  // 256 KiB of fp32 per conversion
+  at::parallel_for(0, a.n, chunk, [&](int64_t r0, int64_t r1) {
+    std::vector<float> buf(static_cast<size_t>(chunk * k));
+    for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
+      const int64_t c1 = std::min(r1, c0 + chunk);
+      w.decode(c0, c1, buf.data());
+      out.slice(0, c0, c1).copy_(at::from_blob(buf.data(), {c1 - c0, k}, at::TensorOptions().dtype(at::kFloat)));
+    }
+  });
+}
+
 }  // namespace pt2q
 
 TORCH_LIBRARY_IMPL(pt2q, CPU, m) { m.impl("linear_mx", &pt2q::linearMxCpu); }

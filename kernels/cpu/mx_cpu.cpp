@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kernels/cpu/mx_microkernels.h"
+#include "kernels/linear_mx.h"
 #include "kernels/mx/mx_args.h"
 
 namespace pt2q::mx {
@@ -184,6 +185,21 @@ at::Tensor mxDequantizeCpu(const at::Tensor& codes, const at::Tensor& scales, c1
                            at::ScalarType output_dtype) {
   const MxDequantArgs a = prepareMxDequantize(codes, scales, elem_format, block_size, axis, last_dim, output_dtype);
   const CodeLayout& l = a.layout;
+  // Blocks along the last axis: rows of codes, decoded by linear_mx's vector decoders (the same
+  // values, 32 codes at a time) instead of one code at a time.
+  const int64_t len = a.sizes.back();
+  if (a.axis + 1 == static_cast<int64_t>(a.sizes.size()) && len > 0 && codes.numel() > 0) {
+    LinearMxArgs g;
+    g.weight_format = a.format;
+    g.layout = l;
+    g.k = len;
+    g.n = codes.numel() / codes.size(-1);
+    g.block = a.block;
+    g.row_bytes = codes.size(-1);
+    at::Tensor y = at::empty({g.n, len}, codes.options().dtype(output_dtype));
+    mxDecodeRowsCpu(g, codes.contiguous().reshape({g.n, g.row_bytes}), scales.contiguous().reshape({g.n, -1}), y);
+    return y.reshape(a.sizes);
+  }
   // One code per element: unpack sub-byte codes first (a cheap pass over the small array).
   at::Tensor per_elem;
   if (l.packed()) {
