@@ -395,3 +395,31 @@ def test_bf16_model_lowers_and_conv_stays():
     assert targets.count(torch.ops.pt2q.mx_dequantize.default) == 2
     want, got = c(x).float(), lowered(x).float()
     assert torch.allclose(got, want, rtol=2 ** -7, atol=2 ** -7 * float(want.abs().max()))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+        self.ln = nn.LayerNorm(64)
+
+    def forward(self, x, y):
+        h = self.fc(x) + y
+        return self.ln(h * y)
+
+
+def test_opt_in_add_mul_layer_norm_inputs():
+    m = Block().eval()
+    x, y = data((3, 64), 16), data((3, 64), 17)
+    config = MXQuantizationConfig(weight="fp8_e4m3", input_activation="int8",
+                                  ops=("linear", "add", "mul", "layer_norm"))
+    p, c = flow(m, (x, y), config)
+    f = lambda t: fq(t, "int8", -1, config)  # noqa: E731
+    h = nn.functional.linear(f(x), fq(m.fc.weight, "fp8_e4m3", -1, config), m.fc.bias)
+    h = f(h) + f(y)
+    want = nn.functional.layer_norm(f(f(h) * f(y)), (64,), m.ln.weight, m.ln.bias, m.ln.eps)
+    assert torch.equal(p(x, y), want) and torch.equal(c(x, y), want)
+    # without the opt-in, only the linear is quantized
+    _, c2 = flow(m, (x, y), MXQuantizationConfig(weight="fp8_e4m3", input_activation="int8"))
+    h = nn.functional.linear(f(x), fq(m.fc.weight, "fp8_e4m3", -1, config), m.fc.bias) + y
+    assert torch.equal(c2(x, y), m.ln(h * y))

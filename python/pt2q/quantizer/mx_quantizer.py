@@ -9,6 +9,7 @@ unless given, the reduction axis of the op that consumes it:
 | aten.linear                | -1 (K)           | -1 (K of [N, K]) | -1  |
 | aten.conv1d / conv2d       | 1 (channels)     | 1 (in channels)  | 1   |
 | aten.matmul / aten.bmm     | a: -1, b: -2     | (a constant operand: the weight format) | -1 |
+| aten.add / mul.Tensor, aten.layer_norm (opt-in: `ops`) | -1 (both operands) | (constant operand) | -1 |
 
 Configs apply globally, per module type or per module name (module name first, then type, then
 global; None keeps those modules float), as the other quantizers' do. prepare_pt2e inserts
@@ -65,7 +66,8 @@ class MXQuantizationConfig:
     """Element formats per role (a format name such as "fp4_e2m1", "int8", "bfp12", or an
     MXQuantizationSpec whose own block size, rounding, ... apply to that role; its axis is
     replaced by the role's default unless the *_axis field here is set), and what the named
-    formats share. `ops`: which op families are quantized."""
+    formats share. `ops`: which op families are quantized: "linear", "conv", "matmul" (the
+    default), and the opt-in "add", "mul", "layer_norm" (their tensor inputs)."""
 
     weight: Role = None
     input_activation: Role = None
@@ -115,6 +117,11 @@ _OPS = {
              torch.ops.aten.conv2d.default: ((0, 1), (1, 1), 1)},
     "matmul": {torch.ops.aten.matmul.default: ((0, -1), (1, -2), -1),
                torch.ops.aten.bmm.default: ((0, -1), (1, -2), -1)},
+    # opt-in (MXQuantizationConfig.ops): elementwise inputs and layer_norm's input, blocked along
+    # the last axis
+    "add": {torch.ops.aten.add.Tensor: ((0, -1), (1, -1), -1)},
+    "mul": {torch.ops.aten.mul.Tensor: ((0, -1), (1, -1), -1)},
+    "layer_norm": {torch.ops.aten.layer_norm.default: ((0, -1), None, -1)},
 }
 
 
@@ -171,13 +178,14 @@ class MXQuantizer(Quantizer):
                          None)
             if entry is None:
                 continue
-            (a_idx, a_axis), (b_idx, b_axis), out_axis = entry
+            (a_idx, a_axis), second, out_axis = entry
+            b_idx, b_axis = second if second is not None else (None, None)
             specs = {}
             a = n.args[a_idx] if len(n.args) > a_idx else None
-            b = n.args[b_idx] if len(n.args) > b_idx else None
+            b = n.args[b_idx] if b_idx is not None and len(n.args) > b_idx else None
             if isinstance(a, fx.Node) and (s := config.spec("input_activation", a_axis)) is not None:
                 specs[a] = s
-            if isinstance(b, fx.Node):
+            if isinstance(b, fx.Node) and b is not a:
                 is_weight = n.target in _OPS["linear"] or n.target in _OPS["conv"] or b.op == "get_attr"
                 s = config.spec("weight" if is_weight else "input_activation", b_axis)
                 if s is not None:
