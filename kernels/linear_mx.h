@@ -44,6 +44,11 @@ at::Tensor linearMxInput(const at::Tensor& input, const std::optional<std::strin
 /// dequantized into out [N, K] of `out`'s dtype (fp32, bf16, fp16) through linear_mx's
 /// decoders, in parallel; the values mx_dequantize gives (kernels/cpu/linear_mx_cpu.cpp).
 void mxDecodeRowsCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::Tensor& scales, at::Tensor& out);
+/// The same for blocks along an earlier axis (each element its own scale byte): `a.n` code rows of
+/// `a.k` elements, the blocked axis of length `len` in `blocks` blocks of `block`, `qn` code rows
+/// per position of it. Returns false (nothing written) where the vector decoders do not apply.
+bool mxDecodeInnerCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::Tensor& scales, int64_t len,
+                      int64_t blocks, int64_t block, int64_t qn, at::Tensor& out);
 
 /// Reference implementation (plain ATen: dequantize, then F.linear in fp32);
 /// kernels/reference/linear_mx.cpp.

@@ -213,25 +213,65 @@ at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, 
 
 }  // namespace
 
-void mxDecodeRowsCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::Tensor& scales, at::Tensor& out) {
-  const MxWeight w(a, codes, scales);
-  const int64_t k = a.k;
+namespace {
+
+// decode(r0, r1, buf) fills rows [r0, r1) of out [R, k] as fp32, in parallel; bf16 / fp16 outputs
+// are decoded into a small buffer and rounded by ATen's vectorized conversion, so no fp32 copy of
+// the whole tensor is made.
+template <typename Decode>
+void decodeInto(at::Tensor& out, int64_t rows, int64_t k, const Decode& decode) {
   if (out.scalar_type() == at::kFloat) {
     float* o = out.data_ptr<float>();
-    at::parallel_for(0, a.n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)), [&](int64_t r0, int64_t r1) { w.decode(r0, r1, o + r0 * k); });
+    at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                     [&](int64_t r0, int64_t r1) { decode(r0, r1, o + r0 * k); });
     return;
   }
-  // bf16 / fp16: each range decoded to fp32 in a small buffer, then rounded by ATen's vectorized
-  // conversion, so no fp32 copy of the whole tensor is made.
   const int64_t chunk = std::max<int64_t>(1, 65536 / std::max<int64_t>(k, 1));  // 256 KiB of fp32 per conversion
-  at::parallel_for(0, a.n, chunk, [&](int64_t r0, int64_t r1) {
+  at::parallel_for(0, rows, chunk, [&](int64_t r0, int64_t r1) {
     std::vector<float> buf(static_cast<size_t>(chunk * k));
     for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
       const int64_t c1 = std::min(r1, c0 + chunk);
-      w.decode(c0, c1, buf.data());
+      decode(c0, c1, buf.data());
       out.slice(0, c0, c1).copy_(at::from_blob(buf.data(), {c1 - c0, k}, at::TensorOptions().dtype(at::kFloat)));
     }
   });
+}
+
+}  // namespace
+
+void mxDecodeRowsCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::Tensor& scales, at::Tensor& out) {
+  const MxWeight w(a, codes, scales);
+  decodeInto(out, a.n, a.k, [&](int64_t r0, int64_t r1, float* o) { w.decode(r0, r1, o); });
+}
+
+bool mxDecodeInnerCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::Tensor& scales, int64_t len,
+                      int64_t blocks, int64_t block, int64_t qn, at::Tensor& out) {
+  LinearMxArgs unit = a;
+  unit.block = kUnit;  // the kernels' units follow the codes' rows; each element has its own scale
+  const MxWeight w(unit, codes, scales);
+  if (w.k0 == 0) return false;
+  cpu::MxInnerRows g;
+  g.len = len;
+  g.blocks = blocks;
+  g.block = block;
+  g.qn = qn;
+  g.len_last = a.k;
+  const int64_t k = a.k, k0 = w.k0;
+  const bool wide = a.layout.bits > 8;
+  decodeInto(out, a.n, k, [&](int64_t r0, int64_t r1, float* o) {
+    w.kernels->decode_inner(w.rows, g, r0, r1, o, k);
+    for (int64_t r = r0; r < r1 && k0 < k; ++r) {
+      const int64_t q = r % qn, l = (r / qn) % len, oo = r / qn / len;
+      const uint8_t* srow = w.scales + ((oo * blocks + l / block) * qn + q) * k;
+      const uint8_t* rp = w.codes + r * a.row_bytes * (wide ? 2 : 1);
+      for (int64_t j = k0; j < k; ++j) {
+        const float v = wide ? static_cast<float>(reinterpret_cast<const int16_t*>(rp)[j]) * w.wide_step
+                             : w.table[codeAt(rp, j, a.layout)];
+        o[(r - r0) * k + j] = v * scaleOf(srow[j]);
+      }
+    }
+  });
+  return true;
 }
 
 }  // namespace pt2q

@@ -39,9 +39,25 @@ using LinearMxRowsFn = void (*)(const MxLinearRows& a, int64_t n0, int64_t n1, f
 /// value(code) * scale (mx_dequantize's fp32 values), for the GEMM path's tiles (x unused).
 using LinearMxDecodeFn = void (*)(const MxLinearRows& a, int64_t n0, int64_t n1, float* out, int64_t ld);
 
+/// Code rows [r0, r1) whose elements have scales of their own (blocks along an earlier axis than
+/// the codes' last one): out[(r - r0) * ld + j] = value(code[r][j]) * 2^(s - 127) with
+/// s = row_scales(r)[j], row_scales(r) = scales + ((o * blocks + l / block) * qn + q) * len_last
+/// for r = (o * len + l) * qn + q; over the first a.units * 32 codes of each row.
+/// Uses a.kind / codes / row_bytes / scales / table / fp8_* (a.scale_values is not read).
+struct MxInnerRows {
+  int64_t len = 1;       // the blocked axis's length
+  int64_t blocks = 1;    // scales along it
+  int64_t block = 1;
+  int64_t qn = 1;        // code rows per position of the blocked axis (inner size / last size)
+  int64_t len_last = 0;  // elements of a code row
+};
+using LinearMxDecodeInnerFn = void (*)(const MxLinearRows& a, const MxInnerRows& g, int64_t r0, int64_t r1,
+                                       float* out, int64_t ld);
+
 struct LinearMxKernels {
   LinearMxRowsFn rows;
   LinearMxDecodeFn decode;
+  LinearMxDecodeInnerFn decode_inner;
 };
 
 /// The element of a unit held by lane j (0-15: the first vector, 16-31: the second).

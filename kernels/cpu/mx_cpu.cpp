@@ -187,8 +187,9 @@ at::Tensor mxDequantizeCpu(const at::Tensor& codes, const at::Tensor& scales, c1
   const CodeLayout& l = a.layout;
   // Blocks along the last axis: rows of codes, decoded by linear_mx's vector decoders (the same
   // values, 32 codes at a time) instead of one code at a time.
+  // Other axes: the same decoders, each element scaled by its own block's byte.
   const int64_t len = a.sizes.back();
-  if (a.axis + 1 == static_cast<int64_t>(a.sizes.size()) && len > 0 && codes.numel() > 0) {
+  if (len > 0 && codes.numel() > 0) {
     LinearMxArgs g;
     g.weight_format = a.format;
     g.layout = l;
@@ -197,8 +198,18 @@ at::Tensor mxDequantizeCpu(const at::Tensor& codes, const at::Tensor& scales, c1
     g.block = a.block;
     g.row_bytes = codes.size(-1);
     at::Tensor y = at::empty({g.n, len}, codes.options().dtype(output_dtype));
-    mxDecodeRowsCpu(g, codes.contiguous().reshape({g.n, g.row_bytes}), scales.contiguous().reshape({g.n, -1}), y);
-    return y.reshape(a.sizes);
+    const at::Tensor c2 = codes.contiguous().reshape({g.n, g.row_bytes});
+    if (a.axis + 1 == static_cast<int64_t>(a.sizes.size())) {
+      mxDecodeRowsCpu(g, c2, scales.contiguous().reshape({g.n, -1}), y);
+      return y.reshape(a.sizes);
+    }
+    int64_t inner = 1;
+    for (size_t d = a.axis + 1; d < a.sizes.size(); ++d) inner *= a.sizes[d];
+    const int64_t axis_len = a.sizes[a.axis];
+    if (mxDecodeInnerCpu(g, c2, scales.contiguous(), axis_len, (axis_len + a.block - 1) / a.block, a.block,
+                         inner / len, y)) {
+      return y.reshape(a.sizes);
+    }
   }
   // One code per element: unpack sub-byte codes first (a cheap pass over the small array).
   at::Tensor per_elem;

@@ -173,10 +173,46 @@ void decode(const MxLinearRows& a, int64_t n0, int64_t n1, float* out, int64_t l
   }
 }
 
+// 16 E8M0 bytes as fp32 2^(s - 127): the exponent field itself, with s = 0 (2^-127, a subnormal)
+// and s = 255 (NaN) patched.
+inline __m512 scalesOf(const uint8_t* p) {
+  const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  __m512i bits = _mm512_slli_epi32(s, 23);
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(s, _mm512_setzero_si512()),
+                               _mm512_set1_epi32(0x00400000));
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(s, _mm512_set1_epi32(255)),
+                               _mm512_set1_epi32(0x7FC00000));
+  return _mm512_castsi512_ps(bits);
+}
+
+void decodeInner(const MxLinearRows& a, const MxInnerRows& g, int64_t r0, int64_t r1, float* out, int64_t ld) {
+  const Decoder d(a);
+  const int64_t ub = unitBytes(a.kind);
+  alignas(64) int32_t inv[kUnit];
+  for (int j = 0; j < kUnit; ++j) inv[mxUnitElement(a.kind, j)] = j;
+  const __m512i lo = _mm512_load_si512(inv), hi = _mm512_load_si512(inv + 16);
+  // int8 codes decode to integers: their 2^-6 step first, as mx_dequantize's table has it
+  const __m512 step = _mm512_set1_ps(a.kind == MxUnitKind::kInt8 ? 1.0f / 64 : 1.0f);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t q = r % g.qn, l = (r / g.qn) % g.len, o = r / g.qn / g.len;
+    const uint8_t* srow = a.scales + ((o * g.blocks + l / g.block) * g.qn + q) * g.len_last;
+    const uint8_t* row = a.codes + r * a.row_bytes;
+    float* orow = out + (r - r0) * ld;
+    for (int64_t u = 0; u < a.units; ++u) {
+      __m512 w0, w1;
+      d.unit(row + u * ub, w0, w1);
+      const __m512 v0 = _mm512_mul_ps(_mm512_permutex2var_ps(w0, lo, w1), step);
+      const __m512 v1 = _mm512_mul_ps(_mm512_permutex2var_ps(w0, hi, w1), step);
+      _mm512_storeu_ps(orow + u * kUnit, _mm512_mul_ps(v0, scalesOf(srow + u * kUnit)));
+      _mm512_storeu_ps(orow + u * kUnit + 16, _mm512_mul_ps(v1, scalesOf(srow + u * kUnit + 16)));
+    }
+  }
+}
+
 }  // namespace
 
 const LinearMxKernels* linearMxKernelsAvx512() {
-  static const LinearMxKernels k{&rows, &decode};
+  static const LinearMxKernels k{&rows, &decode, &decodeInner};
   return &k;
 }
 
