@@ -107,14 +107,16 @@ struct MxWeight {
     rows.x_stride = k0;
   }
 
-  // Element kk of row n as mx_dequantize gives it (value times scale, in fp32).
-  float at(int64_t n, int64_t kk) const {
+  // The value of code kk of row n, before its block scale.
+  float value(int64_t n, int64_t kk) const {
     const bool wide = a->layout.bits > 8;
     const uint8_t* rp = codes + n * a->row_bytes * (wide ? 2 : 1);
-    const float v = wide ? static_cast<float>(reinterpret_cast<const int16_t*>(rp)[kk]) * wide_step
-                         : table[codeAt(rp, kk, a->layout)];
-    return v * scaleOf(scales[n * nb + kk / a->block]);
+    return wide ? static_cast<float>(reinterpret_cast<const int16_t*>(rp)[kk]) * wide_step
+                : table[codeAt(rp, kk, a->layout)];
   }
+
+  // Element kk of row n as mx_dequantize gives it (value times scale, in fp32).
+  float at(int64_t n, int64_t kk) const { return value(n, kk) * scaleOf(scales[n * nb + kk / a->block]); }
 
   // Rows [n0, n1) dequantized into out [n1 - n0, k] (ld k).
   void decode(int64_t n0, int64_t n1, float* out) const {
@@ -148,11 +150,11 @@ at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, 
   at::Tensor out = at::zeros({m, n}, x.options());
   const at::Tensor codes = weight_codes.contiguous();
   const at::Tensor scales = weight_scales.contiguous();
+  const bool bf16 = bf16Gemm(input, a, bias);
   if (m == 0 || n == 0 || k == 0) {
     // nothing to sum
-  } else if (m >= (bf16Gemm(input, a, bias) ? kGemmRowsBf16 : kGemmRows)) {
+  } else if (m >= (bf16 ? kGemmRowsBf16 : kGemmRows)) {
     const MxWeight w(a, codes, scales);
-    const bool bf16 = bf16Gemm(input, a, bias);
     const at::Tensor xb = bf16 ? xq.reshape({m, k}).contiguous() : at::Tensor();
     at::Tensor tile = at::empty({std::min(n, kGemmTile), k}, x.options());
     for (int64_t n0 = 0; n0 < n; n0 += kGemmTile) {
@@ -257,18 +259,12 @@ bool mxDecodeInnerCpu(const LinearMxArgs& a, const at::Tensor& codes, const at::
   g.qn = qn;
   g.len_last = a.k;
   const int64_t k = a.k, k0 = w.k0;
-  const bool wide = a.layout.bits > 8;
   decodeInto(out, a.n, k, [&](int64_t r0, int64_t r1, float* o) {
     w.kernels->decode_inner(w.rows, g, r0, r1, o, k);
     for (int64_t r = r0; r < r1 && k0 < k; ++r) {
       const int64_t q = r % qn, l = (r / qn) % len, oo = r / qn / len;
       const uint8_t* srow = w.scales + ((oo * blocks + l / block) * qn + q) * k;
-      const uint8_t* rp = w.codes + r * a.row_bytes * (wide ? 2 : 1);
-      for (int64_t j = k0; j < k; ++j) {
-        const float v = wide ? static_cast<float>(reinterpret_cast<const int16_t*>(rp)[j]) * w.wide_step
-                             : w.table[codeAt(rp, j, a.layout)];
-        o[(r - r0) * k + j] = v * scaleOf(srow[j]);
-      }
+      for (int64_t j = k0; j < k; ++j) o[(r - r0) * k + j] = w.value(r, j) * scaleOf(srow[j]);
     }
   });
   return true;

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from pt2q.observer import _tracing, _with_args
+from pt2q.observer import ObserverBase, _tracing
 
 # The largest element magnitude of each format in units of its block scale (microxcaling's
 # max_norm); BFP widths int2..int16 are sign-magnitude fixed point with 2^(bits-2) steps per 1.
@@ -69,27 +69,23 @@ def blocks_of(x: torch.Tensor, block_size: int, axis: int) -> torch.Tensor:
     return v.reshape(-1, bs) if v.numel() else v.reshape(0, max(bs, 1))
 
 
-class MXFakeQuantize(torch.nn.Module):
+class MXFakeQuantize(ObserverBase):
     """MX fake quantization of one edge (the `mx_fake_quantize` op with these arguments), with
     optional statistics. Attributes (when `observe`): `calls`, `elements`, `blocks`, `nan_blocks`,
     `zero_blocks`, `saturated`, `underflowed`, `signal_power` and `noise_power` (sums of x^2 and of
     (x - q(x))^2 over finite elements, fp64), `exp_hist` (int64 [256]: blocks by block-max
     exponent EXP_MIN..EXP_MAX), and `sqnr_db()`."""
 
-    with_args = classmethod(_with_args)
-
     def __init__(self, elem_format: str, block_size: int = 32, axis: int = -1, rounding: str = "nearest",
                  scale_mode: str = "floor", flush_fp32_subnorms: bool = False, seed=None, observe: bool = False,
                  **unused):
-        super().__init__()
+        super().__init__(dtype=torch.float32)  # what flows on the edge: MX has no qparams to calculate
         check_mx_params("MXFakeQuantize", elem_format, block_size, axis, rounding, scale_mode, flush_fp32_subnorms,
                         seed)
         self.elem_format, self.block_size, self.axis = elem_format, block_size, axis
         self.rounding, self.scale_mode, self.flush_fp32_subnorms, self.seed = rounding, scale_mode, \
             flush_fp32_subnorms, seed
         self.observe = bool(observe)
-        self.dtype = torch.float32  # what flows on the edge (torchao's observers carry a dtype)
-        self.is_dynamic = False
         self.reset_statistics()
 
     def reset_statistics(self) -> None:
@@ -147,10 +143,6 @@ class MXFakeQuantize(torch.nn.Module):
         return {"kind": "mx", "elem_format": self.elem_format, "block_size": int(self.block_size),
                 "axis": int(self.axis), "rounding": self.rounding, "scale_mode": self.scale_mode,
                 "flush_fp32_subnorms": bool(self.flush_fp32_subnorms), "seed": self.seed}
-
-    def _where(self) -> str:
-        seen = getattr(self, "_pt2q_observing", None)
-        return f"MXFakeQuantize observing {', '.join('%' + s for s in seen)}" if seen else "MXFakeQuantize"
 
     def extra_repr(self) -> str:
         return (f"elem_format={self.elem_format!r}, block_size={self.block_size}, axis={self.axis}, "

@@ -42,7 +42,7 @@ inline __m512 perRow(const float* v, int64_t stride) {
 
 template <int MX>
 void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
-            const float* scales, const float* offsets, int64_t s_stride, const float* xsum, int64_t groups,
+            const float* scales, const float* offsets, int64_t s_stride, const float* xsum,
             float* out) {
   // One chunk unrolled per accumulator set: 4 (or 8 for one x row) independent vdpbf16ps chains
   // cover its latency.
@@ -84,7 +84,7 @@ void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks
         a = _mm512_add_ps(a, _mm512_add_ps(_mm512_add_ps(acc[u][m][0], acc[u][m][1]),
                                            _mm512_add_ps(acc[u][m][2], acc[u][m][3])));
       }
-      a = _mm512_fnmadd_ps(_mm512_set1_ps(xsum[m * groups + g]), q, a);
+      a = _mm512_fnmadd_ps(_mm512_set1_ps(xsum[m * s_stride + g]), q, a);
       tot[m] = _mm512_fmadd_ps(a, s, tot[m]);
     }
   }
@@ -102,9 +102,9 @@ void block4Rows(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_
                 int64_t group_chunks, const float* scales, const float* offsets, int64_t s_stride, const float* xsum,
                 float* out) {
   if (x_rows == 2) {
-    block4<2>(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum, s_stride, out);
+    block4<2>(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum, out);
   } else {
-    block4<1>(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum, s_stride, out);
+    block4<1>(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum, out);
   }
 }
 
