@@ -132,6 +132,14 @@ const LinearMxKernels* linearMxKernels(MxUnitKind kind) {
 #endif
 }
 
+LinearMxInt8GemmFn linearMxInt8Gemm() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return affineKernels().isa == Isa::kAvx512 && bf16Allowed() && cpuHasVnni() ? linearMxInt8GemmVnni() : nullptr;
+#else
+  return nullptr;
+#endif
+}
+
 std::vector<const LinearKernels*> availableLinearKernels() {
   std::vector<const LinearKernels*> out{&linearKernelsGeneric()};
 #if defined(__x86_64__) || defined(_M_X64)

@@ -4,12 +4,15 @@
 // of 32, formats without a vector decode) go through a portable loop that decodes one code at a
 // time as mx_dequantize does. Many rows (prefill): 256-row tiles of the weight are dequantized by
 // the same decoders and multiplied by ATen's fp32 GEMM (bf16 GEMM for bf16 x, from 12 rows), so
-// the float weight never exists whole.
+// the float weight never exists whole. MXINT8 weights with MXINT8 x skip all of that from 5 rows:
+// integer dot products per block (cpu/x86_avx512/linear_mx_vnni.cpp).
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -136,6 +139,81 @@ bool bf16Gemm(const at::Tensor& input, const LinearMxArgs& a, const c10::optiona
          (!bias.has_value() || bias->scalar_type() == at::kBFloat16);
 }
 
+// MXINT8 weights and MXINT8 x on the same blocks along K: the integer kernel (its contract and why
+// it is shaped so: MxInt8Gemm in cpu/linear_mx_microkernels.h), from this many x rows.
+constexpr int64_t kInt8GemmRows = 5;
+
+bool int8GemmApplies(const LinearMxArgs& a, const std::optional<std::string>& input_format, int64_t input_block_size) {
+  if (!input_format.has_value() || a.weight_format.name != "int8" || cpu::linearMxInt8Gemm() == nullptr) return false;
+  mx::ElemFormat f;
+  if (!mx::parseElemFormat(*input_format, &f) || f.name != "int8") return false;
+  const int64_t input_block = input_block_size == 0 ? a.k : input_block_size;
+  return input_block == a.block && a.block % 4 == 0 && a.k % 4 == 0 && a.block <= cpu::kMxInt8GemmMaxBlock;
+}
+
+// x quantized to MXINT8 codes (mx_quantize, the same numerics as linearMxInput's fake quantization)
+// and packed as MxInt8Gemm wants; out [m, n] fp32, without bias.
+at::Tensor linearMxInt8(const at::Tensor& input, const LinearMxArgs& a, const at::Tensor& codes,
+                        const at::Tensor& scales, int64_t input_block_size, c10::string_view rounding,
+                        c10::string_view scale_mode, bool flush) {
+  static const auto quantize =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("pt2q::mx_quantize", "")
+          .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, c10::string_view, int64_t, int64_t,
+                                                    c10::string_view, c10::string_view, bool, std::optional<int64_t>)>();
+  const int64_t m = a.m, n = a.n, k = a.k, k4 = a.k / 4, groups = (m + 15) / 16;
+  auto [xc_, xs_] = quantize.call(input.reshape({m, k}), "int8", input_block_size, -1, rounding, scale_mode, flush,
+                                  std::nullopt);
+  const at::Tensor xc = xc_.contiguous(), xs = xs_.contiguous();
+  const int64_t blocks = xs.size(1);
+  std::array<float, 256> sv{};
+  for (int e = 0; e < 256; ++e) sv[e] = scaleOf(static_cast<uint8_t>(e)) * (1.0f / 64);  // the int8 code step
+  const auto bytes = at::TensorOptions().dtype(at::kByte);
+  at::Tensor xu = at::empty({groups * k4 * 64}, bytes);
+  at::Tensor sx = at::zeros({groups * blocks * 16}, at::TensorOptions().dtype(at::kFloat));
+  uint32_t* xw = reinterpret_cast<uint32_t*>(xu.data_ptr<uint8_t>());
+  float* sxp = sx.data_ptr<float>();
+  const int8_t* xcp = xc.const_data_ptr<int8_t>();
+  const uint8_t* xsp = xs.const_data_ptr<uint8_t>();
+  at::parallel_for(0, groups, 1, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t rows = std::min<int64_t>(16, m - g * 16);
+      for (int64_t c = 0; c < k4; ++c) {
+        uint32_t* dst = xw + (g * k4 + c) * 16;
+        for (int64_t l = 0; l < 16; ++l) {
+          uint32_t word = 0;  // padding rows: code 0
+          if (l < rows) std::memcpy(&word, xcp + (g * 16 + l) * k + 4 * c, 4);
+          dst[l] = word ^ 0x80808080u;
+        }
+      }
+      for (int64_t l = 0; l < rows; ++l) {
+        for (int64_t b = 0; b < blocks; ++b) sxp[(g * blocks + b) * 16 + l] = sv[xsp[(g * 16 + l) * blocks + b]];
+      }
+    }
+  });
+  at::Tensor out = at::empty({m, n}, at::TensorOptions().dtype(at::kFloat));
+  cpu::MxInt8Gemm g;
+  g.xu = xu.const_data_ptr<uint8_t>();
+  g.sx = sxp;
+  g.groups = groups;
+  g.w = codes.const_data_ptr<int8_t>();
+  g.k = k;
+  g.block = a.block;
+  g.blocks = blocks;
+  g.w_scales = scales.const_data_ptr<uint8_t>();
+  g.scale_stride = scales.size(1);
+  g.scale_values = sv.data();
+  g.out = out.data_ptr<float>();
+  g.m = m;
+  g.ldo = n;
+  const auto gemm = cpu::linearMxInt8Gemm();
+  constexpr int64_t kCols = 12;  // a multiple of the kernel's column tiles, so only the last range has a tail
+  at::parallel_for(0, (n + kCols - 1) / kCols, 1, [&](int64_t t0, int64_t t1) {
+    gemm(g, t0 * kCols, std::min(n, t1 * kCols));
+  });
+  return out;
+}
+
 at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, const at::Tensor& weight_scales,
                        c10::string_view weight_format, int64_t block_size, const c10::optional<at::Tensor>& bias,
                        const std::optional<std::string>& input_format, int64_t input_block_size,
@@ -144,6 +222,12 @@ at::Tensor linearMxCpu(const at::Tensor& input, const at::Tensor& weight_codes, 
   const LinearMxArgs a = checkLinearMx(input, weight_codes, weight_scales, weight_format, block_size, bias,
                                        input_format, input_block_size, input_rounding, input_scale_mode);
   const int64_t n = a.n, k = a.k, m = a.m;
+  if (m >= kInt8GemmRows && n > 0 && k > 0 && int8GemmApplies(a, input_format, input_block_size)) {
+    at::Tensor out = linearMxInt8(input, a, weight_codes.contiguous(), weight_scales.contiguous(), input_block_size,
+                                  input_rounding, input_scale_mode, input_flush_fp32_subnorms);
+    if (bias.has_value()) out.add_(bias->to(at::kFloat));
+    return out.to(input.scalar_type()).reshape(linearOutputShape(input.sizes(), n));
+  }
   const at::Tensor xq = linearMxInput(input, input_format, input_block_size, input_rounding, input_scale_mode,
                                       input_flush_fp32_subnorms);
   const at::Tensor x = xq.reshape({m, k}).to(at::kFloat).contiguous();

@@ -60,6 +60,32 @@ struct LinearMxKernels {
   LinearMxDecodeInnerFn decode_inner;
 };
 
+/// MXINT8 weights times MXINT8 x with the same blocks along K (a multiple of 4): each block's
+/// integer dot product in int32 (`vpdpbusd`, exact), scaled once by s_w * s_x. Output columns
+/// are the broadcast operand, x rows the lanes, so the weight is read as mx_quantize stores it:
+///   xu  [groups][k / 4][16 rows][4] bytes, code + 128 (rows past M: code 0), packed per call;
+///   sx  [groups][blocks][16] fp32, 2^(e - 133) per x block (NaN for e = 255);
+///   w   [N, k] int8 codes and their E8M0 scales [N, scale_stride].
+/// out[row * ldo + n] = sum over blocks of s_w s_x sum_k w x, for rows [0, m) and columns [n0, n1).
+struct MxInt8Gemm {
+  const uint8_t* xu = nullptr;
+  const float* sx = nullptr;
+  int64_t groups = 0;  // 16-row groups of x
+  const int8_t* w = nullptr;
+  int64_t k = 0;       // a multiple of 4
+  int64_t block = 0;   // a multiple of 4, at most kMxInt8GemmMaxBlock
+  int64_t blocks = 0;
+  const uint8_t* w_scales = nullptr;
+  int64_t scale_stride = 0;
+  const float* scale_values = nullptr;  // 256 entries: 2^(e - 133), NaN for 255
+  float* out = nullptr;
+  int64_t m = 0;    // x rows (at most groups * 16)
+  int64_t ldo = 0;
+};
+/// (code + 128) x code sums of one block stay below 2^31 up to this block size.
+constexpr int64_t kMxInt8GemmMaxBlock = 65536;
+using LinearMxInt8GemmFn = void (*)(const MxInt8Gemm& a, int64_t n0, int64_t n1);
+
 /// The element of a unit held by lane j (0-15: the first vector, 16-31: the second).
 inline int mxUnitElement(MxUnitKind kind, int j) {
   const int v = j / 16, i = j % 16;
@@ -73,9 +99,12 @@ inline int mxUnitElement(MxUnitKind kind, int j) {
 /// The AVX-512 kernels for `kind` when this CPU runs them (kSixBit also needs AVX512_VBMI) and
 /// PT2Q_CPU_ISA allows AVX-512, else nullptr (the op then runs its portable loop).
 const LinearMxKernels* linearMxKernels(MxUnitKind kind);
+/// The MXINT8 x MXINT8 kernel where the CPU has AVX512_VNNI and PT2Q_CPU_ISA allows AVX-512.
+LinearMxInt8GemmFn linearMxInt8Gemm();
 
 #if defined(__x86_64__) || defined(_M_X64)
 const LinearMxKernels* linearMxKernelsAvx512();
+LinearMxInt8GemmFn linearMxInt8GemmVnni();
 #endif
 
 }  // namespace pt2q::cpu

@@ -101,22 +101,127 @@ def test_exact_on_small_integers():
     assert torch.equal(P.linear_mx(x, c, s, "fp4_e2m1"), x @ w.t())
 
 
+# ---- MXINT8 weights x MXINT8 x: the integer (VNNI) kernel, from 5 rows --------------------------
+
+@pytest.mark.parametrize("m", [5, 16, 17, 40, 129])
+@pytest.mark.parametrize("n,k", [(13, 256), (37, 1024), (6, 96), (25, 4)])
+def test_int8_single_block_is_exact(m, n, k):
+    """One block over K (block 0): the int32 dot product is exact and both scales are powers of
+    two, so each output is the exact real dot product of the quantized x and weight, bit for bit
+    (|sum| < 2^24 code units for K <= 1024), whichever path runs."""
+    g = torch.Generator().manual_seed(m * 1000 + n + k)
+    w = torch.randn(n, k, generator=g) * torch.exp2(torch.randint(-20, 20, (n, 1), generator=g).float())
+    x = torch.randn(m, k, generator=g) * torch.exp2(torch.randint(-20, 20, (m, 1), generator=g).float())
+    c, s = P.mx_quantize(w, "int8", 0)
+    got = P.linear_mx(x, c, s, "int8", 0, None, "int8", 0)
+    exact = REF.mx_fake_quantize(x, "int8", 0).double() @ REF.mx_dequantize(c, s, "int8", 0, -1, k).double().t()
+    assert torch.equal(got, exact.float())
+
+
+@pytest.mark.parametrize("block", [32, 64, 128, 4, 8, 96])
+@pytest.mark.parametrize("n,k", [(13, 256), (7, 100), (30, 1028), (12, 4)])
+def test_int8_blocks_and_ragged_k(block, n, k):
+    """Blocks of every size that is a multiple of 4, a ragged last block (K = 100, 1028), column
+    counts around the kernel's 6 / 12-column tiles, rows around its 16-row groups."""
+    for m in (5, 15, 16, 31, 33, 64):
+        x, c, s, b = make(n, k, (m,), "int8", block, seed=m + n + block)
+        check(x, c, s, "int8", block, b, "int8", block)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_int8_half_inputs_and_leading_dims(dtype):
+    x, c, s, b = make(40, 192, (3, 7), "int8", 32, dtype=dtype)
+    check(x, c, s, "int8", 32, b, "int8")
+    check(x, c, s, "int8", 32, b.to(dtype), "int8")
+
+
+def test_int8_other_layouts_take_the_general_path():
+    """K not a multiple of 4, an input block unlike the weight's, a block not a multiple of 4, a
+    rounding or scale mode other than the default: still the reference's numbers."""
+    x, c, s, b = make(9, 102, (20,), "int8", 32, seed=1)
+    check(x, c, s, "int8", 32, b, "int8")
+    x, c, s, b = make(9, 128, (20,), "int8", 32, seed=2)
+    check(x, c, s, "int8", 32, b, "int8", 64)
+    x, c, s, b = make(9, 120, (20,), "int8", 6, seed=3)
+    check(x, c, s, "int8", 6, b, "int8", 6)
+    for rounding, mode in (("even", "ceil"), ("floor", "rceil"), ("nearest", "even")):
+        got = P.linear_mx(x, c, s, "int8", 6, b, "int8", 6, rounding, mode)
+        want = REF.linear_mx(x, c, s, "int8", 6, b, "int8", 6, rounding, mode)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    x, c, s, b = make(9, 128, (20,), "int8", 32, seed=4)
+    for rounding, mode in (("even", "ceil"), ("floor", "rceil"), ("nearest", "even")):
+        got = P.linear_mx(x, c, s, "int8", 32, b, "int8", 32, rounding, mode)
+        want = REF.linear_mx(x, c, s, "int8", 32, b, "int8", 32, rounding, mode)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_int8_adversarial_blocks():
+    """NaN / Inf in x blocks and weight blocks (the block's output turns NaN, as the reference's),
+    zero rows, scales at both ends of E8M0 (2^-127 .. 2^127 blocks), codes at +-127 everywhere."""
+    g = torch.Generator().manual_seed(11)
+    n, k, m = 19, 160, 21
+    w = torch.randn(n, k, generator=g)
+    w[:, 32:64] *= 2.0 ** 100
+    w[:, 64:96] *= 2.0 ** -100
+    w[2, 5] = float("nan")
+    w[7, 100] = float("inf")
+    w[9] = 0.0
+    x = torch.randn(m, k, generator=g)
+    x[:, 32:64] *= 2.0 ** -110  # meets the 2^100 weights: products near 2^-10
+    x[:, 64:96] *= 2.0 ** 20
+    x[3, 70] = float("nan")
+    x[4] = 0.0
+    x[5, :32] = 2.0 ** 110  # meets weights near 1: a 2^110 block sum, no overflow
+    x[5, 32:] = 0.0
+    c, s = P.mx_quantize(w, "int8")
+    got = P.linear_mx(x, c, s, "int8", 32, None, "int8")
+    want = REF.linear_mx(x, c, s, "int8", 32, None, "int8")
+    assert torch.equal(got.isnan(), want.isnan())
+    assert got[:, 2].isnan().all() and got[3].isnan().all() and not got[6:, [0, 1, 3, 4]].isnan().any()
+    fin = ~want.isnan()
+    torch.testing.assert_close(got[fin], want[fin], rtol=1e-5, atol=0)
+    # every code at +-127 over a 65536-element block: sum (x + 128) w is 2^31 - 25M, no overflow
+    kk = 65536
+    wmax = torch.ones(3, kk)
+    wmax[1] = -1.0
+    cm, sm = P.mx_quantize(wmax, "int8", 0)
+    xmax = torch.ones(5, kk)
+    xmax[2] = -1.0
+    got = P.linear_mx(xmax, cm, sm, "int8", 0, None, "int8", 0)
+    want = REF.linear_mx(xmax, cm, sm, "int8", 0, None, "int8", 0)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+    assert got[0, 0] == kk and got[2, 0] == -kk and got[2, 1] == kk
+
+
+def test_int8_same_result_on_any_thread_count():
+    x, c, s, b = make(100, 256, (37,), "int8", 32, seed=5)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = P.linear_mx(x, c, s, "int8", 32, b, "int8")
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, P.linear_mx(x, c, s, "int8", 32, b, "int8"))
+
+
 SCRIPT = r"""
 import importlib, sys, torch, pt2q
 t = importlib.import_module("tests.kernels.test_linear_mx")
 for fmt in ("int8", "fp6_e2m3", "fp4_e2m1", "fp8_e4m3"):
-    for m in (1, 5):
+    for m in (1, 5, 20):
         x, c, s, b = t.make(13, 200, (m,), fmt, 32, seed=m)
         t.check(x, c, s, fmt, 32, b, "int8")
 print("ok")
 """
 
 
-def test_portable_loop_alone():
-    """PT2Q_CPU_ISA=avx2: no AVX-512 row kernel, every code goes through the portable loop."""
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_without_the_vector_kernels(isa):
+    """PT2Q_CPU_ISA=avx2: no AVX-512 row kernel, every code goes through the portable loop;
+    avx512: no VNNI, so MXINT8 x MXINT8 takes the decode-and-FMA paths."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=root,
-                       env=dict(os.environ, PT2Q_CPU_ISA="avx2"), timeout=120)
+                       env=dict(os.environ, PT2Q_CPU_ISA=isa), timeout=120)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
 
 
