@@ -26,15 +26,7 @@ int floatKind(at::ScalarType t) {
 // of the affine kernels (kernels/cpu/affine_cpu.cpp); PT2Q_STREAMING_STORES=0/1 overrides.
 cpu::MxCall makeMxCall(const MxSpec& spec, const MxShape& shape, int64_t out_bytes) {
   cpu::MxCall c{};
-  c.is_int = spec.format.is_int();
-  c.emin = spec.format.emin();
-  c.m = spec.format.stored_mbits();
-  c.emax = spec.format.emax;
-  c.max_norm = spec.format.max_norm;
-  c.rounding = static_cast<uint8_t>(spec.rounding);
-  c.scale_mode = static_cast<uint8_t>(spec.scale_mode);
-  c.flush_fp32_subnorms = spec.flush_fp32_subnorms;
-  c.random_key = streamKey(spec.seed);
+  fillMxModes(spec, c);
   c.len = shape.len;
   c.inner = shape.inner;
   c.block = spec.block;

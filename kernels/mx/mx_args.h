@@ -33,6 +33,21 @@ MxSpec prepareMxQuantize(const at::Tensor& x, c10::string_view elem_format, int6
                          c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
                          std::optional<int64_t> seed);
 
+/// Copies the format and modes of `spec` into a kernel's argument struct that has these fields
+/// (cpu::MxCall, cuda::MxLaunch).
+template <class Call>
+void fillMxModes(const MxSpec& spec, Call& c) {
+  c.is_int = spec.format.is_int();
+  c.emin = spec.format.emin();
+  c.m = spec.format.stored_mbits();
+  c.emax = spec.format.emax;
+  c.max_norm = spec.format.max_norm;
+  c.rounding = static_cast<uint8_t>(spec.rounding);
+  c.scale_mode = static_cast<uint8_t>(spec.scale_mode);
+  c.flush_fp32_subnorms = spec.flush_fp32_subnorms;
+  c.random_key = streamKey(spec.seed);
+}
+
 /// [outer, len, inner] of the contiguous input around the quantized axis.
 struct MxShape {
   int64_t outer = 1;

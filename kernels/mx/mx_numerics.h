@@ -10,6 +10,12 @@
 // Every operation is exact in fp32 except the division v = a / X (X a power of two, so exact
 // unless the quotient is an fp32 subnormal, where both round the same way).
 
+// PT2Q_NUMERIC: `inline` on the CPU; kernels/cuda defines it as __host__ __device__ inline
+// before including this header, so the GPU runs the same source.
+#ifndef PT2Q_NUMERIC
+#define PT2Q_NUMERIC inline
+#endif
+
 /// Per-format constants in the form the kernels use.
 struct ElemParams {
   bool is_int;
@@ -21,7 +27,7 @@ struct ElemParams {
 
 /// Biased E8M0 exponent (0..254) of a block's shared scale, or 255 for a NaN scale (any
 /// NaN/Inf in the block, or an exponent beyond 2^127). `amax` is the NaN-propagating max |a|.
-inline uint32_t sharedScaleBits(float amax, const ElemParams& p, uint8_t scale_mode) {
+PT2Q_NUMERIC uint32_t sharedScaleBits(float amax, const ElemParams& p, uint8_t scale_mode) {
   const uint32_t b = floatToBits(amax);
   const uint32_t eb = (b >> 23) & 0xFFu;
   const uint32_t mant = b & 0x7FFFFFu;
@@ -55,13 +61,13 @@ inline uint32_t sharedScaleBits(float amax, const ElemParams& p, uint8_t scale_m
 }
 
 /// The value of an E8M0 byte: 2^(s-127); byte 0 is 2^-127 (an fp32 subnormal); 255 is NaN.
-inline float scaleValue(uint32_t s) {
+PT2Q_NUMERIC float scaleValue(uint32_t s) {
   if (s == 255u) return bitsToFloat(0x7FC00000u);
   return s == 0u ? bitsToFloat(0x00400000u) : bitsToFloat(s << 23);
 }
 
 /// 32 random bits for element `index` of a stream, independent of how work is split.
-inline uint32_t hash32(uint32_t x) {
+PT2Q_NUMERIC uint32_t hash32(uint32_t x) {
   x ^= x >> 16;
   x *= 0x7feb352du;
   x ^= x >> 15;
@@ -70,18 +76,18 @@ inline uint32_t hash32(uint32_t x) {
   return x;
 }
 
-inline uint32_t streamKey(uint64_t seed) {
+PT2Q_NUMERIC uint32_t streamKey(uint64_t seed) {
   return hash32(static_cast<uint32_t>(seed) ^ hash32(static_cast<uint32_t>(seed >> 32) + 0x9e3779b9u));
 }
 
-inline uint32_t elementRandom(uint32_t key, uint64_t index) {
+PT2Q_NUMERIC uint32_t elementRandom(uint32_t key, uint64_t index) {
   return hash32(static_cast<uint32_t>(index) ^ hash32(static_cast<uint32_t>(index >> 32) ^ key));
 }
 
 /// Rounds v (already divided by the block scale) to the element grid. R: 0 nearest (ties
 /// away), 1 even, 2 floor (toward zero), 3 stochastic (up with probability frac, from rnd).
 template <int R>
-inline float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
+PT2Q_NUMERIC float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
   const uint32_t b = floatToBits(v);
   const uint32_t sign = b & 0x80000000u;
   const float av = bitsToFloat(b & 0x7FFFFFFFu);
@@ -108,7 +114,7 @@ inline float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
 /// The stored bits of an element value q (on the grid, |q| <= max_norm), `bits` wide:
 /// integers as two's complement of sign * n (q = n * 2^-m); floats as sign | exponent (bias
 /// 2^(ebits-1) - 1) | mantissa, exponent 0 for subnormals.
-inline uint32_t encodeElement(float q, const ElemParams& p, int32_t ebits, int32_t bits) {
+PT2Q_NUMERIC uint32_t encodeElement(float q, const ElemParams& p, int32_t ebits, int32_t bits) {
   const uint32_t b = floatToBits(q);
   const uint32_t sign = b >> 31;
   const uint32_t a = b & 0x7FFFFFFFu;

@@ -3,28 +3,34 @@
 // so that copies compiled with different -m flags never merge at link time; it includes no
 // headers itself (affine_kernels_impl.h includes them at file scope first).
 
-inline float bitsToFloat(uint32_t u) {
+// PT2Q_NUMERIC: `inline` on the CPU; kernels/cuda defines it as __host__ __device__ inline
+// before including this header, so the GPU runs the same source.
+#ifndef PT2Q_NUMERIC
+#define PT2Q_NUMERIC inline
+#endif
+
+PT2Q_NUMERIC float bitsToFloat(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
 
-inline uint32_t floatToBits(float f) {
+PT2Q_NUMERIC uint32_t floatToBits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
 }
 
-inline float bf16ToFloat(uint16_t h) { return bitsToFloat(uint32_t(h) << 16); }
+PT2Q_NUMERIC float bf16ToFloat(uint16_t h) { return bitsToFloat(uint32_t(h) << 16); }
 
-inline uint16_t floatToBF16(float f) {
+PT2Q_NUMERIC uint16_t floatToBF16(float f) {
   const uint32_t u = floatToBits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN, as c10::BFloat16
   const uint32_t rounding_bias = 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>((u + rounding_bias) >> 16);
 }
 
-inline float f16ToFloat(uint16_t h) {
+PT2Q_NUMERIC float f16ToFloat(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t man = h & 0x3ffu;
@@ -36,7 +42,7 @@ inline float f16ToFloat(uint16_t h) {
   return (sign != 0) ? -v : v;
 }
 
-inline uint16_t floatToF16(float f) {
+PT2Q_NUMERIC uint16_t floatToF16(float f) {
   const uint32_t u = floatToBits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;

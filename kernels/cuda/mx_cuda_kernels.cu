@@ -1,0 +1,474 @@
+// CUDA kernels of the MX / BFP ops. Compiled with --fmad=false, like the affine kernels, so
+// that no multiply and add fuse where the CPU rounds them apart; IEEE division and subnormals
+// are nvcc's defaults (no fast math), as the CPU's.
+//
+// Two shapes of kernel:
+// - blocks along the innermost axis, every row a whole number of blocks of 4-128 elements
+//   (fp32) or 8-256 (bf16 / fp16): each thread loads 16 bytes, the L threads of a block take
+//   its max with warp shuffles, and each writes its 16 bytes back. One pass, coalesced.
+// - anything else: one thread per block column (outer index, block, inner index), looping over
+//   the block's elements twice (max, then values); neighbouring threads read neighbouring inner
+//   indices, so strided blocks stay coalesced.
+#include "kernels/cuda/mx_cuda_kernels.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace pt2q::cuda {
+namespace mxd {
+#define PT2Q_NUMERIC __host__ __device__ __forceinline__
+#include "kernels/cpu/simd/float_bits.h"
+#include "kernels/mx/mx_numerics.h"
+#undef PT2Q_NUMERIC
+}  // namespace mxd
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <FloatType K>
+struct IO;
+template <>
+struct IO<FloatType::kF32> {
+  using T = float;
+  static __device__ __forceinline__ float load(T v) { return v; }
+  static __device__ __forceinline__ T store(float v) { return v; }
+};
+template <>
+struct IO<FloatType::kBF16> {
+  using T = uint16_t;
+  static __device__ __forceinline__ float load(T v) { return mxd::bf16ToFloat(v); }
+  static __device__ __forceinline__ T store(float v) { return mxd::floatToBF16(v); }
+};
+template <>
+struct IO<FloatType::kF16> {
+  using T = uint16_t;
+  static __device__ __forceinline__ float load(T v) { return mxd::f16ToFloat(v); }
+  static __device__ __forceinline__ T store(float v) { return mxd::floatToF16(v); }
+};
+
+__device__ __forceinline__ mxd::ElemParams elemParams(const MxLaunch& c) {
+  return mxd::ElemParams{c.is_int, c.emin, c.m, c.emax, c.max_norm};
+}
+
+__device__ __forceinline__ float quietNan() { return mxd::bitsToFloat(0x7FC00000u); }
+
+// The block's treatment once its max is known: its scale, or a fill (NaN block; flushed block).
+struct BlockScale {
+  float scale;
+  float inv;  // 1 / scale, exact (scales are powers of two in [2^-127, 2^127])
+  uint32_t byte;
+  int kill;  // 0 quantize, 1 NaN, 2 zero
+};
+
+__device__ __forceinline__ BlockScale blockScale(float amax, bool nan_seen, const MxLaunch& c,
+                                                 const mxd::ElemParams& p) {
+  if (nan_seen) amax = quietNan();
+  BlockScale b;
+  b.byte = mxd::sharedScaleBits(amax, p, c.scale_mode);
+  b.scale = mxd::scaleValue(b.byte);
+  b.inv = 1.0f / b.scale;
+  const bool flush = c.flush_fp32_subnorms && ((mxd::floatToBits(amax) >> 23) & 0xFFu) == 0u;
+  b.kill = b.byte == 255u ? 1 : (flush ? 2 : 0);
+  return b;
+}
+
+template <int R>
+__device__ __forceinline__ float fakeElement(float x, const BlockScale& b, const MxLaunch& c,
+                                             const mxd::ElemParams& p, int64_t index) {
+  if (b.kill != 0) return b.kill == 1 ? quietNan() : 0.0f;
+  const uint32_t rnd = R == 3 ? mxd::elementRandom(c.random_key, static_cast<uint64_t>(index)) : 0u;
+  // x * (1 / 2^k) rounds the same real number as x / 2^k (the CPU divides): the same bits,
+  // without the GPU's division sequence.
+  return mxd::quantizeElement<R>(x * b.inv, p, rnd) * b.scale;
+}
+
+// ---- one thread per block column ----------------------------------------------------------------
+
+// Thread t's block column: outer index o, block j (rows [l0, l1) of the axis), inner index w.
+struct Column {
+  int64_t o, j, w, l0, l1, nblocks;
+};
+
+__device__ __forceinline__ Column columnOf(const MxLaunch& c, int64_t t) {
+  Column k;
+  k.nblocks = (c.len + c.block - 1) / c.block;
+  k.w = t % c.inner;
+  const int64_t r = t / c.inner;
+  k.o = r / k.nblocks;
+  k.j = r % k.nblocks;
+  k.l0 = k.j * c.block;
+  k.l1 = min(c.len, k.l0 + c.block);
+  return k;
+}
+
+template <FloatType K>
+__device__ __forceinline__ void columnMax(const typename IO<K>::T* x, const MxLaunch& c, int64_t o, int64_t l0,
+                                          int64_t l1, int64_t w, float& amax, bool& nan_seen) {
+  amax = 0.0f;
+  nan_seen = false;
+  for (int64_t l = l0; l < l1; ++l) {
+    const float a = fabsf(IO<K>::load(x[(o * c.len + l) * c.inner + w]));
+    nan_seen |= (a != a);
+    amax = a > amax ? a : amax;
+  }
+}
+
+// CACHE > 0: blocks of at most CACHE elements, read once into registers (one pass over memory);
+// 0: any block, read twice (the second time mostly from cache).
+template <FloatType K, int R, int CACHE>
+__global__ void fakeQuantizeColumns(const typename IO<K>::T* x, typename IO<K>::T* y, MxLaunch c,
+                                    int64_t columns) {
+  const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (t >= columns) return;
+  const Column k = columnOf(c, t);
+  const int64_t o = k.o, w = k.w, l0 = k.l0, l1 = k.l1;
+  const mxd::ElemParams p = elemParams(c);
+  const int64_t base = (o * c.len + l0) * c.inner + w;
+  float amax = 0.0f;
+  bool nan_seen = false;
+  if constexpr (CACHE > 0) {
+    float v[CACHE];
+    const int n = static_cast<int>(l1 - l0);
+#pragma unroll
+    for (int l = 0; l < CACHE; ++l) {
+      v[l] = l < n ? IO<K>::load(x[base + l * c.inner]) : 0.0f;
+      const float a = fabsf(v[l]);
+      nan_seen |= (a != a);
+      amax = a > amax ? a : amax;
+    }
+    const BlockScale b = blockScale(amax, nan_seen, c, p);
+#pragma unroll
+    for (int l = 0; l < CACHE; ++l) {
+      const int64_t i = base + l * c.inner;
+      if (l < n) y[i] = IO<K>::store(fakeElement<R>(v[l], b, c, p, i));
+    }
+  } else {
+    columnMax<K>(x, c, o, l0, l1, w, amax, nan_seen);
+    const BlockScale b = blockScale(amax, nan_seen, c, p);
+    for (int64_t l = l0; l < l1; ++l) {
+      const int64_t i = (o * c.len + l) * c.inner + w;
+      y[i] = IO<K>::store(fakeElement<R>(IO<K>::load(x[i]), b, c, p, i));
+    }
+  }
+}
+
+// ---- innermost blocks, 16 bytes per thread ------------------------------------------------------
+
+template <FloatType K>
+struct Vec;  // 16 bytes of elements
+template <>
+struct Vec<FloatType::kF32> {
+  static constexpr int kN = 4;
+};
+template <>
+struct Vec<FloatType::kBF16> {
+  static constexpr int kN = 8;
+};
+template <>
+struct Vec<FloatType::kF16> {
+  static constexpr int kN = 8;
+};
+
+// Each group of L lanes holds one block of L * V elements; groups never straddle a warp (L
+// divides 32), and every lane of a warp runs the shuffles (lanes past the end just idle). Each
+// thread takes U vectors `stride` apart, all loaded before any is used, so that more bytes are
+// in flight per thread than one 16-byte load.
+template <FloatType K, int R, int L, int U>
+__global__ void fakeQuantizeVec(const uint4* x, uint4* y, MxLaunch c, int64_t nvec, int64_t stride) {
+  using T = typename IO<K>::T;
+  constexpr int V = Vec<K>::kN;
+  const int64_t t0 = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  uint4 raw[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) raw[u] = t0 + u * stride < nvec ? x[t0 + u * stride] : make_uint4(0, 0, 0, 0);
+  const mxd::ElemParams p = elemParams(c);
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t t = t0 + u * stride;
+    T v[V];
+    memcpy(v, &raw[u], 16);
+    float f[V];
+    float amax = 0.0f;
+    bool nan_seen = false;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      f[i] = IO<K>::load(v[i]);
+      const float a = fabsf(f[i]);
+      nan_seen |= (a != a);
+      amax = a > amax ? a : amax;
+    }
+#pragma unroll
+    for (int off = L / 2; off > 0; off /= 2) {
+      const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
+      amax = o > amax ? o : amax;
+      nan_seen |= __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(nan_seen), off) != 0;
+    }
+    if (t >= nvec) continue;
+    const BlockScale b = blockScale(amax, nan_seen, c, p);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = IO<K>::store(fakeElement<R>(f[i], b, c, p, t * V + i));
+    memcpy(&raw[u], v, 16);
+    y[t] = raw[u];
+  }
+}
+
+template <FloatType K, int R>
+cudaError_t launchFake(const void* x, void* y, const MxLaunch& c, cudaStream_t stream) {
+  using T = typename IO<K>::T;
+  constexpr int V = Vec<K>::kN;
+  const int64_t numel = c.outer * c.len * c.inner;
+  const bool aligned = (reinterpret_cast<uintptr_t>(x) % 16 == 0) && (reinterpret_cast<uintptr_t>(y) % 16 == 0);
+  const int64_t lanes = c.block / V;
+  if (c.inner == 1 && aligned && c.block % V == 0 && c.len % c.block == 0 && lanes >= 1 && lanes <= 32 &&
+      (lanes & (lanes - 1)) == 0) {
+    const int64_t nvec = numel / V;
+    constexpr int U = 2;
+    const int64_t blocks = (nvec + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U);
+    const int64_t stride = blocks * kThreads;  // a multiple of 32: lane groups stay aligned
+    const dim3 grid(static_cast<unsigned>(blocks));
+    const auto* xv = static_cast<const uint4*>(x);
+    auto* yv = static_cast<uint4*>(y);
+    switch (lanes) {
+      case 1: fakeQuantizeVec<K, R, 1, U><<<grid, kThreads, 0, stream>>>(xv, yv, c, nvec, stride); break;
+      case 2: fakeQuantizeVec<K, R, 2, U><<<grid, kThreads, 0, stream>>>(xv, yv, c, nvec, stride); break;
+      case 4: fakeQuantizeVec<K, R, 4, U><<<grid, kThreads, 0, stream>>>(xv, yv, c, nvec, stride); break;
+      case 8: fakeQuantizeVec<K, R, 8, U><<<grid, kThreads, 0, stream>>>(xv, yv, c, nvec, stride); break;
+      case 16: fakeQuantizeVec<K, R, 16, U><<<grid, kThreads, 0, stream>>>(xv, yv, c, nvec, stride); break;
+      default: fakeQuantizeVec<K, R, 32, U><<<grid, kThreads, 0, stream>>>(xv, yv, c, nvec, stride); break;
+    }
+    return cudaGetLastError();
+  }
+  const int64_t columns = c.outer * ((c.len + c.block - 1) / c.block) * c.inner;
+  const dim3 grid(static_cast<unsigned>((columns + kThreads - 1) / kThreads));
+  const auto* xt = static_cast<const T*>(x);
+  auto* yt = static_cast<T*>(y);
+  if (c.block <= 32) {
+    fakeQuantizeColumns<K, R, 32><<<grid, kThreads, 0, stream>>>(xt, yt, c, columns);
+  } else {
+    fakeQuantizeColumns<K, R, 0><<<grid, kThreads, 0, stream>>>(xt, yt, c, columns);
+  }
+  return cudaGetLastError();
+}
+
+template <FloatType K>
+cudaError_t fakeByRounding(const void* x, void* y, const MxLaunch& c, cudaStream_t stream) {
+  switch (c.rounding) {
+    case 1: return launchFake<K, 1>(x, y, c, stream);
+    case 2: return launchFake<K, 2>(x, y, c, stream);
+    case 3: return launchFake<K, 3>(x, y, c, stream);
+    default: return launchFake<K, 0>(x, y, c, stream);
+  }
+}
+
+// ---- mx_quantize: codes and scale bytes ---------------------------------------------------------
+
+template <FloatType K, int R, typename CodeT>
+__global__ void quantizeColumns(const typename IO<K>::T* x, CodeT* codes, uint8_t* scales, MxLaunch c,
+                                int64_t columns) {
+  const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (t >= columns) return;
+  const Column k = columnOf(c, t);
+  const int64_t o = k.o, w = k.w, l0 = k.l0, l1 = k.l1;
+  const mxd::ElemParams p = elemParams(c);
+  float amax;
+  bool nan_seen;
+  columnMax<K>(x, c, o, l0, l1, w, amax, nan_seen);
+  const BlockScale b = blockScale(amax, nan_seen, c, p);
+  scales[(o * k.nblocks + k.j) * c.inner + w] = static_cast<uint8_t>(b.byte);
+  // NaN and flushed blocks store the code of 0 (their scale byte says what they are).
+  const float inv = b.kill != 0 ? 0.0f : 1.0f / b.scale;
+  for (int64_t l = l0; l < l1; ++l) {
+    const int64_t i = (o * c.len + l) * c.inner + w;
+    const uint32_t rnd = R == 3 ? mxd::elementRandom(c.random_key, static_cast<uint64_t>(i)) : 0u;
+    const float v = inv == 0.0f ? 0.0f : IO<K>::load(x[i]) * inv;
+    codes[i] = static_cast<CodeT>(mxd::encodeElement(mxd::quantizeElement<R>(v, p, rnd), p, c.ebits, c.code_bits));
+  }
+}
+
+template <FloatType K, int R>
+cudaError_t launchQuantize(const void* x, void* codes, uint8_t* scales, const MxLaunch& c, cudaStream_t stream) {
+  using T = typename IO<K>::T;
+  const int64_t columns = c.outer * ((c.len + c.block - 1) / c.block) * c.inner;
+  const dim3 grid(static_cast<unsigned>((columns + kThreads - 1) / kThreads));
+  if (c.code_bits > 8) {
+    quantizeColumns<K, R, uint16_t><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                                    static_cast<uint16_t*>(codes), scales, c, columns);
+  } else {
+    quantizeColumns<K, R, uint8_t><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                                   static_cast<uint8_t*>(codes), scales, c, columns);
+  }
+  return cudaGetLastError();
+}
+
+template <FloatType K>
+cudaError_t quantizeByRounding(const void* x, void* codes, uint8_t* scales, const MxLaunch& c, cudaStream_t stream) {
+  switch (c.rounding) {
+    case 1: return launchQuantize<K, 1>(x, codes, scales, c, stream);
+    case 2: return launchQuantize<K, 2>(x, codes, scales, c, stream);
+    case 3: return launchQuantize<K, 3>(x, codes, scales, c, stream);
+    default: return launchQuantize<K, 0>(x, codes, scales, c, stream);
+  }
+}
+
+// One thread per packed group.
+__global__ void packCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t len, MxPacking p) {
+  const int64_t groups = (len + p.per_group - 1) / p.per_group;
+  const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (t >= rows * groups) return;
+  const int64_t r = t / groups, g = t % groups;
+  uint32_t word = 0;
+  for (int i = 0; i < p.per_group; ++i) {
+    const int64_t k = g * p.per_group + i;
+    if (k < len) word |= static_cast<uint32_t>(in[r * len + k]) << (i * p.bits);
+  }
+  for (int byte = 0; byte < p.group_bytes; ++byte) {
+    out[(r * groups + g) * p.group_bytes + byte] = static_cast<uint8_t>((word >> (8 * byte)) & 0xFFu);
+  }
+}
+
+// ---- mx_dequantize ------------------------------------------------------------------------------
+
+// The code table goes to shared memory: indexing the kernel parameter with a code would copy it
+// to local memory in every thread.
+__device__ __forceinline__ void loadTable(float* t, const MxCodeTable& table) {
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) t[i] = table.v[i];
+  __syncthreads();
+}
+
+__device__ __forceinline__ float scaled(float v, uint32_t s) {
+  // A NaN block writes the CPU's quiet NaN (a GPU product with NaN gives another bit pattern).
+  return s == 255u ? quietNan() : v * mxd::scaleValue(s);
+}
+
+// One thread per element, any layout.
+template <FloatType K>
+__global__ void dequantizeElements(const uint8_t* codes, const uint8_t* scales, typename IO<K>::T* y, MxLaunch c,
+                                   MxPacking p, int code_bytes, int64_t last, MxCodeTable table, int64_t numel) {
+  __shared__ float t[256];
+  loadTable(t, table);
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= numel) return;
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  const int64_t w = i % c.inner, l = (i / c.inner) % c.len, o = i / c.inner / c.len;
+  const uint32_t s = scales[(o * nblocks + l / c.block) * c.inner + w];
+  float v;
+  if (p.per_group > 1) {
+    const int64_t row = i / last, k = i % last, groups = (last + p.per_group - 1) / p.per_group;
+    const uint8_t* g = codes + (row * groups + k / p.per_group) * p.group_bytes;
+    uint32_t word = g[0];
+    if (p.group_bytes == 3) word |= (static_cast<uint32_t>(g[1]) << 8) | (static_cast<uint32_t>(g[2]) << 16);
+    v = t[(word >> ((k % p.per_group) * p.bits)) & ((1u << p.bits) - 1u)];
+  } else if (code_bytes == 2) {
+    int16_t q;
+    memcpy(&q, codes + 2 * i, 2);
+    v = static_cast<float>(q) * mxd::bitsToFloat(static_cast<uint32_t>(127 - c.m) << 23);
+  } else {
+    v = t[codes[i]];
+  }
+  y[i] = IO<K>::store(scaled(v, s));
+}
+
+// Blocks along the last axis, rows and blocks multiples of 8: 8 elements per thread, which share
+// one scale byte; their codes are one 8-byte load (byte codes) or 4-byte load (nibbles), their
+// outputs 16 or 32 bytes.
+template <FloatType K, bool NIBBLES>
+__global__ void dequantizeRows8(const uint8_t* codes, const uint8_t* scales, typename IO<K>::T* y, int64_t len,
+                                int64_t block, MxCodeTable table, int64_t n8) {
+  using T = typename IO<K>::T;
+  __shared__ float t[256];
+  loadTable(t, table);
+  const int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (g >= n8) return;
+  const int64_t e = g * 8, o = e / len, l = e % len;
+  const uint32_t s = scales[o * ((len + block - 1) / block) + l / block];
+  uint32_t c[8];
+  if constexpr (NIBBLES) {
+    const uint32_t w = reinterpret_cast<const uint32_t*>(codes)[g];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c[i] = (w >> (4 * i)) & 0xFu;  // low nibble first
+  } else {
+    const uint2 w = reinterpret_cast<const uint2*>(codes)[g];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      c[i] = (w.x >> (8 * i)) & 0xFFu;
+      c[4 + i] = (w.y >> (8 * i)) & 0xFFu;
+    }
+  }
+  T out[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = IO<K>::store(scaled(t[c[i]], s));
+  uint4* dst = reinterpret_cast<uint4*>(y + e);
+  uint4 v[sizeof(out) / 16];
+  memcpy(v, out, sizeof(out));
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(out) / 16); ++i) dst[i] = v[i];
+}
+
+template <FloatType K>
+cudaError_t launchDequantize(const void* codes, const uint8_t* scales, void* y, const MxLaunch& c, const MxPacking& p,
+                             int code_bytes, int64_t last, const MxCodeTable& table, cudaStream_t stream) {
+  using T = typename IO<K>::T;
+  const int64_t numel = c.outer * c.len * c.inner;
+  const bool nibbles = p.per_group == 2 && p.bits == 4;
+  const bool bytes = p.per_group == 1 && code_bytes == 1;
+  const bool aligned = reinterpret_cast<uintptr_t>(codes) % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  if (c.inner == 1 && (nibbles || bytes) && aligned && c.len % 8 == 0 && c.block % 8 == 0) {
+    const int64_t n8 = numel / 8;
+    const dim3 grid(static_cast<unsigned>((n8 + kThreads - 1) / kThreads));
+    const auto* cp = static_cast<const uint8_t*>(codes);
+    if (nibbles) {
+      dequantizeRows8<K, true><<<grid, kThreads, 0, stream>>>(cp, scales, static_cast<T*>(y), c.len, c.block, table, n8);
+    } else {
+      dequantizeRows8<K, false><<<grid, kThreads, 0, stream>>>(cp, scales, static_cast<T*>(y), c.len, c.block, table, n8);
+    }
+    return cudaGetLastError();
+  }
+  const dim3 grid(static_cast<unsigned>((numel + kThreads - 1) / kThreads));
+  dequantizeElements<K><<<grid, kThreads, 0, stream>>>(static_cast<const uint8_t*>(codes), scales, static_cast<T*>(y),
+                                                       c, p, code_bytes, last, table, numel);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t mxFakeQuantize(const void* x, void* y, FloatType t, const MxLaunch& c, cudaStream_t stream) {
+  if (c.outer * c.len * c.inner == 0) return cudaSuccess;
+  switch (t) {
+    case FloatType::kF32: return fakeByRounding<FloatType::kF32>(x, y, c, stream);
+    case FloatType::kBF16: return fakeByRounding<FloatType::kBF16>(x, y, c, stream);
+    default: return fakeByRounding<FloatType::kF16>(x, y, c, stream);
+  }
+}
+
+cudaError_t mxQuantize(const void* x, FloatType t, void* codes, uint8_t* scales, const MxLaunch& c,
+                       cudaStream_t stream) {
+  if (c.outer * c.len * c.inner == 0) return cudaSuccess;
+  switch (t) {
+    case FloatType::kF32: return quantizeByRounding<FloatType::kF32>(x, codes, scales, c, stream);
+    case FloatType::kBF16: return quantizeByRounding<FloatType::kBF16>(x, codes, scales, c, stream);
+    default: return quantizeByRounding<FloatType::kF16>(x, codes, scales, c, stream);
+  }
+}
+
+cudaError_t mxPackCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t len, const MxPacking& p,
+                        cudaStream_t stream) {
+  const int64_t n = rows * ((len + p.per_group - 1) / p.per_group);
+  if (n == 0) return cudaSuccess;
+  packCodes<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(in, out, rows, len, p);
+  return cudaGetLastError();
+}
+
+cudaError_t mxDequantize(const void* codes, const uint8_t* scales, void* y, FloatType t, const MxLaunch& c,
+                         const MxPacking& p, int code_bytes, int64_t last, const MxCodeTable& table,
+                         cudaStream_t stream) {
+  if (c.outer * c.len * c.inner == 0) return cudaSuccess;
+  switch (t) {
+    case FloatType::kF32: return launchDequantize<FloatType::kF32>(codes, scales, y, c, p, code_bytes, last, table, stream);
+    case FloatType::kBF16:
+      return launchDequantize<FloatType::kBF16>(codes, scales, y, c, p, code_bytes, last, table, stream);
+    default: return launchDequantize<FloatType::kF16>(codes, scales, y, c, p, code_bytes, last, table, stream);
+  }
+}
+
+}  // namespace pt2q::cuda
