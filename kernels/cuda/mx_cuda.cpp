@@ -61,9 +61,24 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCuda(const at::Tensor& x, c10::stri
   const c10::cuda::CUDAGuard guard(x.device());
   const CodeLayout layout = codeLayout(spec.format);
   const at::Tensor xc = x.contiguous();
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  if (xc.numel() > 0) {
+    cuda::MxLaunch c = launchArgs(spec, mxShape(xc, spec));
+    c.code_bits = layout.bits;
+    c.ebits = spec.format.ebits;
+    if (cuda::mxQuantizePackedApplies(xc.const_data_ptr(), floatType(xc.scalar_type()), c, packing(layout))) {
+      at::Tensor codes = at::empty(codesShape(xc.sizes(), layout),
+                                   xc.options().dtype(layout.packed() ? at::kByte : layout.dtype));
+      at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
+      checkLaunch(cuda::mxQuantizePacked(xc.const_data_ptr(), floatType(xc.scalar_type()),
+                                         static_cast<uint8_t*>(codes.data_ptr()), scales.data_ptr<uint8_t>(), c,
+                                         packing(layout), stream),
+                  "mx_quantize");
+      return {codes, scales};
+    }
+  }
   at::Tensor codes = at::empty(xc.sizes(), xc.options().dtype(layout.bits > 8 ? at::kShort : at::kByte));
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
-  const auto stream = at::cuda::getCurrentCUDAStream();
   if (xc.numel() > 0) {
     cuda::MxLaunch c = launchArgs(spec, mxShape(xc, spec));
     c.code_bits = layout.bits;

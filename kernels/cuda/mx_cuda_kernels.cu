@@ -286,6 +286,112 @@ __global__ void quantizeColumns(const typename IO<K>::T* x, CodeT* codes, uint8_
   }
 }
 
+// Blocks along the innermost axis, 16 bytes of x per thread as in fakeQuantizeVec, codes written
+// already packed (one pass over memory, no unpacked copy): the thread's V codes are whole packing
+// groups (V is 4 or 8, a group at most 4 codes), written as the bytes they fill; the first lane
+// of a block writes its scale byte.
+template <FloatType K, int R, int L>
+__global__ void quantizeVec(const uint4* x, uint8_t* codes, uint8_t* scales, MxLaunch c, MxPacking pk,
+                            int64_t nvec) {
+  using T = typename IO<K>::T;
+  constexpr int V = Vec<K>::kN;
+  const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const uint4 raw = t < nvec ? x[t] : make_uint4(0, 0, 0, 0);
+  T v[V];
+  memcpy(v, &raw, 16);
+  float f[V];
+  float amax = 0.0f;
+  bool nan_seen = false;
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    f[i] = IO<K>::load(v[i]);
+    const float a = fabsf(f[i]);
+    nan_seen |= (a != a);
+    amax = a > amax ? a : amax;
+  }
+#pragma unroll
+  for (int off = L / 2; off > 0; off /= 2) {
+    const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
+    amax = o > amax ? o : amax;
+    nan_seen |= __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(nan_seen), off) != 0;
+  }
+  if (t >= nvec) return;
+  const mxd::ElemParams p = elemParams(c);
+  const BlockScale b = blockScale(amax, nan_seen, c, p);
+  const int64_t e0 = t * V;
+  if (t % L == 0) scales[e0 / c.block] = static_cast<uint8_t>(b.byte);
+  const float inv = b.kill != 0 ? 0.0f : b.inv;  // NaN and flushed blocks store the code of 0
+  uint32_t code[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const uint32_t rnd = R == 3 ? mxd::elementRandom(c.random_key, static_cast<uint64_t>(e0 + i)) : 0u;
+    const float q = mxd::quantizeElement<R>(inv == 0.0f ? 0.0f : f[i] * inv, p, rnd);
+    code[i] = mxd::encodeElement(q, p, c.ebits, c.code_bits);
+  }
+  if (pk.per_group == 1) {
+    const int bytes = pk.bits / 8;  // 1, or 2 for BFP wider than 8 bits (little endian)
+    uint8_t* dst = codes + e0 * bytes;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      dst[i * bytes] = static_cast<uint8_t>(code[i]);
+      if (bytes == 2) dst[i * bytes + 1] = static_cast<uint8_t>(code[i] >> 8);
+    }
+    return;
+  }
+  // Code i goes to group i / per_group at bit (i % per_group) * bits; a full group is written out.
+  uint8_t* dst = codes + e0 / pk.per_group * pk.group_bytes;
+  uint32_t word = 0;
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const int slot = i % pk.per_group;
+    word |= code[i] << (slot * pk.bits);
+    if (slot == pk.per_group - 1) {
+      uint8_t* g = dst + (i / pk.per_group) * pk.group_bytes;
+      for (int byte = 0; byte < pk.group_bytes; ++byte) g[byte] = static_cast<uint8_t>(word >> (8 * byte));
+      word = 0;
+    }
+  }
+}
+
+template <FloatType K>
+int64_t quantizeVecLanes(const void* x, const MxLaunch& c, const MxPacking& pk) {
+  constexpr int V = Vec<K>::kN;
+  const int64_t lanes = c.block / V;
+  const bool ok = c.inner == 1 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && c.block % V == 0 &&
+                  c.len % c.block == 0 && lanes >= 1 && lanes <= 32 && (lanes & (lanes - 1)) == 0 &&
+                  V % pk.per_group == 0;
+  return ok ? lanes : 0;
+}
+
+template <FloatType K, int R>
+cudaError_t launchQuantizeVec(const void* x, uint8_t* codes, uint8_t* scales, const MxLaunch& c, const MxPacking& pk,
+                              cudaStream_t stream) {
+  constexpr int V = Vec<K>::kN;
+  const int64_t nvec = c.outer * c.len / V;
+  const dim3 grid(static_cast<unsigned>((nvec + kThreads - 1) / kThreads));
+  const auto* xv = static_cast<const uint4*>(x);
+  switch (quantizeVecLanes<K>(x, c, pk)) {
+    case 1: quantizeVec<K, R, 1><<<grid, kThreads, 0, stream>>>(xv, codes, scales, c, pk, nvec); break;
+    case 2: quantizeVec<K, R, 2><<<grid, kThreads, 0, stream>>>(xv, codes, scales, c, pk, nvec); break;
+    case 4: quantizeVec<K, R, 4><<<grid, kThreads, 0, stream>>>(xv, codes, scales, c, pk, nvec); break;
+    case 8: quantizeVec<K, R, 8><<<grid, kThreads, 0, stream>>>(xv, codes, scales, c, pk, nvec); break;
+    case 16: quantizeVec<K, R, 16><<<grid, kThreads, 0, stream>>>(xv, codes, scales, c, pk, nvec); break;
+    default: quantizeVec<K, R, 32><<<grid, kThreads, 0, stream>>>(xv, codes, scales, c, pk, nvec); break;
+  }
+  return cudaGetLastError();
+}
+
+template <FloatType K>
+cudaError_t quantizePackedByRounding(const void* x, uint8_t* codes, uint8_t* scales, const MxLaunch& c,
+                                     const MxPacking& pk, cudaStream_t stream) {
+  switch (c.rounding) {
+    case 1: return launchQuantizeVec<K, 1>(x, codes, scales, c, pk, stream);
+    case 2: return launchQuantizeVec<K, 2>(x, codes, scales, c, pk, stream);
+    case 3: return launchQuantizeVec<K, 3>(x, codes, scales, c, pk, stream);
+    default: return launchQuantizeVec<K, 0>(x, codes, scales, c, pk, stream);
+  }
+}
+
 template <FloatType K, int R>
 cudaError_t launchQuantize(const void* x, void* codes, uint8_t* scales, const MxLaunch& c, cudaStream_t stream) {
   using T = typename IO<K>::T;
@@ -448,6 +554,23 @@ cudaError_t mxQuantize(const void* x, FloatType t, void* codes, uint8_t* scales,
     case FloatType::kF32: return quantizeByRounding<FloatType::kF32>(x, codes, scales, c, stream);
     case FloatType::kBF16: return quantizeByRounding<FloatType::kBF16>(x, codes, scales, c, stream);
     default: return quantizeByRounding<FloatType::kF16>(x, codes, scales, c, stream);
+  }
+}
+
+bool mxQuantizePackedApplies(const void* x, FloatType t, const MxLaunch& c, const MxPacking& p) {
+  switch (t) {
+    case FloatType::kF32: return quantizeVecLanes<FloatType::kF32>(x, c, p) > 0;
+    default: return quantizeVecLanes<FloatType::kBF16>(x, c, p) > 0;  // fp16: the same vector width
+  }
+}
+
+cudaError_t mxQuantizePacked(const void* x, FloatType t, uint8_t* codes, uint8_t* scales, const MxLaunch& c,
+                             const MxPacking& p, cudaStream_t stream) {
+  if (c.outer * c.len * c.inner == 0) return cudaSuccess;
+  switch (t) {
+    case FloatType::kF32: return quantizePackedByRounding<FloatType::kF32>(x, codes, scales, c, p, stream);
+    case FloatType::kBF16: return quantizePackedByRounding<FloatType::kBF16>(x, codes, scales, c, p, stream);
+    default: return quantizePackedByRounding<FloatType::kF16>(x, codes, scales, c, p, stream);
   }
 }
 

@@ -49,6 +49,14 @@ cudaError_t mxFakeQuantize(const void* x, void* y, FloatType t, const MxLaunch& 
 cudaError_t mxQuantize(const void* x, FloatType t, void* codes, uint8_t* scales, const MxLaunch& c,
                        cudaStream_t stream);
 
+/// Whether mxQuantizePacked takes this call: blocks along the innermost axis, every row a whole
+/// number of blocks of 16-byte multiples (at most 32 per block), x 16-byte aligned. It writes the
+/// codes in their final layout (packed along the last dimension per `p`; 2 bytes per code above
+/// 8 bits) in one pass.
+bool mxQuantizePackedApplies(const void* x, FloatType t, const MxLaunch& c, const MxPacking& p);
+cudaError_t mxQuantizePacked(const void* x, FloatType t, uint8_t* codes, uint8_t* scales, const MxLaunch& c,
+                             const MxPacking& p, cudaStream_t stream);
+
 /// Packs one-byte codes [rows, len] into [rows, ceil(len / per_group) * group_bytes].
 cudaError_t mxPackCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t len, const MxPacking& p,
                         cudaStream_t stream);
