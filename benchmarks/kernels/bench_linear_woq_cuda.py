@@ -1,0 +1,118 @@
+"""Weight-only linear on CUDA (decode): pt2q.linear_w8a16 (per channel) and linear_w4a16 (groups
+of 128) against bf16 F.linear, ATen's int8 weight-only kernel (`_weight_int8pack_mm`) and tinygemm
+(`_weight_int4pack_mm`), bf16 x, the issue's shapes, M in {1, 4, 16}.
+
+Each case is captured in a CUDA graph of 64 calls cycling through enough copies of its weights to
+exceed the 50 MiB L2 (so every call streams its weight from HBM, and launch gaps are out of the
+time); the time per call is the median graph replay over 20 replays / 64. Bytes: the weight
+(codes + scales) + x + y; "% BW" against a device-to-device copy probe (read + write) of 256 MiB
+in the same run. Goals (issue 8): W4A16 at M = 1 >= 75 % of bandwidth and >= 2x tinygemm, at
+M = 16 <= 1.3x its own M = 1 time; W8A16 at M = 1 >= 75 % and >= 1.8x bf16 F.linear.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+import pt2q  # noqa: F401
+
+P = torch.ops.pt2q
+SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096)]
+L2 = 50 << 20
+
+
+def graph_ms(fn, calls=64, replays=20):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(3):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(calls):
+            fn(i)
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / calls)
+    return statistics.median(times)
+
+
+def copy_probe():
+    x = torch.empty(64 << 20, device="cuda")
+    y = torch.empty_like(x)
+    ms = graph_ms(lambda i: y.copy_(x), calls=8)
+    return 2 * x.numel() * 4 / ms / 1e6
+
+
+def copies(make, nbytes):
+    return [make() for _ in range(max(2, 3 * L2 // max(nbytes, 1) + 1))]
+
+
+def main():
+    bw0 = copy_probe()
+    rows = []
+    for n, k in SHAPES:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        w8 = torch.randint(-127, 128, (n, k), device="cuda", dtype=torch.int8, generator=g)
+        w4 = torch.randint(-8, 8, (n, k), device="cuda", dtype=torch.int8, generator=g)
+        s8 = torch.rand(n, device="cuda") * 0.01
+        s4 = torch.rand(n, k // 128, device="cuda") * 0.01
+        dense = copies(lambda: torch.randn(n, k, device="cuda", dtype=torch.bfloat16), 2 * n * k)
+        p8 = copies(lambda: P.pack_weight_int8(w8), n * k)
+        p4 = copies(lambda: P.pack_weight_int4(w4), n * k // 2)
+        a8 = copies(lambda: w8.clone(), n * k)
+        s8b = s8.to(torch.bfloat16)
+        try:
+            u = (w4 + 8).to(torch.uint8)
+            tiny = copies(lambda: torch.ops.aten._convert_weight_to_int4pack((u[:, ::2] << 4 | u[:, 1::2]), 8),
+                          n * k // 2)
+            sz = torch.stack([s4.t(), torch.zeros_like(s4.t())], -1).to(torch.bfloat16).contiguous()
+        except Exception as e:  # noqa: BLE001
+            tiny, sz = None, repr(e)
+        for m in (1, 4, 16):
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            io = 2 * m * (k + n)
+            cases = [("bf16 F.linear", lambda i: F.linear(x, dense[i % len(dense)]), 2 * n * k + io),
+                     ("aten _weight_int8pack_mm", lambda i: torch._weight_int8pack_mm(x, a8[i % len(a8)], s8b),
+                      n * k + 2 * n + io),
+                     ("pt2q linear_w8a16", lambda i: P.linear_w8a16(x, p8[i % len(p8)], s8), n * k + 4 * n + io)]
+            if tiny is not None:
+                cases.append(("tinygemm _weight_int4pack_mm g128",
+                              lambda i: torch._weight_int4pack_mm(x, tiny[i % len(tiny)], 128, sz),
+                              n * k // 2 + 4 * n * k // 128 + io))
+            cases.append(("pt2q linear_w4a16 g128", lambda i: P.linear_w4a16(x, p4[i % len(p4)], s4),
+                          n * k // 2 + 4 * n * k // 128 + io))
+            base = None
+            for name, fn, nbytes in cases:
+                try:
+                    ms = graph_ms(fn)
+                except Exception as e:  # noqa: BLE001
+                    rows.append((f"N={n} K={k} M={m}", name, None, None, None, repr(e)[:60]))
+                    continue
+                base = ms if name == "bf16 F.linear" else base
+                rows.append((f"N={n} K={k} M={m}", name, ms, nbytes / ms / 1e6, base / ms if base else None, ""))
+    bw1 = copy_probe()
+    bw = max(bw0, bw1)
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; copy probe {bw0:.0f} / {bw1:.0f} GB/s")
+    print("| case | op | us | GB/s | % BW | vs bf16 |")
+    print("|---|---|---|---|---|---|")
+    for grp, name, ms, gbs, vs, err in rows:
+        if ms is None:
+            print(f"| {grp} | {name} | - | - | - | {err} |")
+        else:
+            print(f"| {grp} | {name} | {ms * 1e3:.1f} | {gbs:.0f} | {100 * gbs / bw:.1f} | {vs:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+// CUDA glue of linear_w8a16 / linear_w4a16: the shared checks, then the GEMV kernel
+// (linear_woq_cuda_kernels.cu) for up to 16 rows of x; more rows, a K that is not a multiple of
+// the chunk, or x that is not 16-byte aligned take the reference path (dequantize, then cuBLAS).
+// The pack ops run their reference implementation on CUDA (the same layout as on CPU).
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "kernels/cuda/linear_woq_cuda_kernels.h"
+#include "kernels/linear_weight_only_args.h"
+
+namespace pt2q {
+namespace {
+
+template <int BITS>
+at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
+                                const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias) {
+  const char* op = BITS == 8 ? "linear_w8a16" : "linear_w4a16";
+  const LinearWeightOnlyGeometry g = checkLinearWeightOnly(op, BITS, input, packed, scales, zero_points, bias);
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor x = input.reshape({g.m, g.k}).contiguous();
+  const bool aligned = reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0;
+  if (g.m == 0 || g.m > cuda::kWoqGemvMaxRows || g.k % packChunk(BITS) != 0 || !aligned) {
+    return linearWeightOnlyRef(op, BITS, input, packed, scales, zero_points, bias);
+  }
+  const at::Tensor s = scales.to(at::kFloat).contiguous();
+  const at::Tensor z = zero_points.has_value() ? zero_points->to(at::kFloat).contiguous() : at::Tensor();
+  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
+  at::Tensor y = at::empty({g.m, g.n}, input.options());
+  cuda::WoqGemv a;
+  a.packed = packed.contiguous().const_data_ptr<int8_t>();
+  a.bits = BITS;
+  a.n = g.n;
+  a.k = g.k;
+  a.groups = g.groups;
+  a.group_size = g.group_size;
+  a.scales = s.const_data_ptr<float>();
+  a.zero_points = z.defined() ? z.const_data_ptr<float>() : nullptr;
+  a.x = x.const_data_ptr();
+  a.xt = input.scalar_type() == at::kFloat      ? cuda::FloatType::kF32
+         : input.scalar_type() == at::kBFloat16 ? cuda::FloatType::kBF16
+                                                : cuda::FloatType::kF16;
+  a.m = g.m;
+  a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
+  a.y = y.data_ptr();
+  a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const cudaError_t err = cuda::linearWeightOnlyGemv(a, at::cuda::getCurrentCUDAStream());
+  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
+  return y.reshape(linearOutputShape(input.sizes(), g.n));
+}
+
+}  // namespace
+}  // namespace pt2q
+
+TORCH_LIBRARY_IMPL(pt2q, CUDA, m) {
+  m.impl("linear_w8a16", &pt2q::linearWeightOnlyCuda<8>);
+  m.impl("linear_w4a16", &pt2q::linearWeightOnlyCuda<4>);
+}

@@ -1,0 +1,186 @@
+// The weight-only GEMV (linear_woq_cuda_kernels.h). A packed 4-row block is K/chunk chunks of
+// 64 bytes (4 rows x 16 bytes), so a warp reading 8 consecutive chunks reads 512 contiguous
+// bytes: lane l takes row l % 4 of chunk l / 4, decodes its 16 bytes (16 int8 or 32 int4 values)
+// and multiplies them into every x row. Each group's partial sum is scaled once. Lanes of the
+// same row are summed by shuffles; when K is split over the warps of a block (to fill the GPU
+// when N is small), the splits are summed in shared memory in a fixed order, so the result does
+// not depend on timing.
+#include "kernels/cuda/linear_woq_cuda_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace pt2q::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int64_t kChunkBytes = 64;
+
+template <FloatType K>
+struct X;
+template <>
+struct X<FloatType::kF32> {
+  static constexpr int kPerVec = 4;
+  static __device__ __forceinline__ void load(const void* p, int64_t i, float* out) {
+    const float4 v = reinterpret_cast<const float4*>(p)[i];
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  }
+  static __device__ __forceinline__ void store(void* p, int64_t i, float v) { static_cast<float*>(p)[i] = v; }
+};
+template <>
+struct X<FloatType::kBF16> {
+  static constexpr int kPerVec = 8;
+  static __device__ __forceinline__ void load(const void* p, int64_t i, float* out) {
+    const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      out[2 * j] = __uint_as_float(w[j] << 16);
+      out[2 * j + 1] = __uint_as_float(w[j] & 0xFFFF0000u);
+    }
+  }
+  static __device__ __forceinline__ void store(void* p, int64_t i, float v) {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  }
+};
+template <>
+struct X<FloatType::kF16> {
+  static constexpr int kPerVec = 8;
+  static __device__ __forceinline__ void load(const void* p, int64_t i, float* out) {
+    const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 f = __half22float2(h[j]);
+      out[2 * j] = f.x, out[2 * j + 1] = f.y;
+    }
+  }
+  static __device__ __forceinline__ void store(void* p, int64_t i, float v) {
+    static_cast<__half*>(p)[i] = __float2half_rn(v);
+  }
+};
+
+// The values of one row's 16 bytes of a chunk, in k order.
+template <int BITS>
+__device__ __forceinline__ void decode(const uint4& raw, float* w) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int b = 0; b < 16; ++b) {
+    const uint32_t byte = (words[b / 4] >> (8 * (b % 4))) & 0xFFu;
+    if constexpr (BITS == 8) {
+      w[b] = static_cast<float>(static_cast<int8_t>(byte));
+    } else {  // byte l: k = l (low nibble), k = 16 + l (high), stored as v + 8
+      w[b] = static_cast<float>(static_cast<int>(byte & 0xFu) - 8);
+      w[16 + b] = static_cast<float>(static_cast<int>(byte >> 4) - 8);
+    }
+  }
+}
+
+template <int BITS, FloatType K, int MR>
+__global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t chunks) {
+  constexpr int CK = BITS == 8 ? 16 : 32;  // k values per chunk row
+  constexpr int XV = CK / X<K>::kPerVec;   // x vectors per chunk row
+  __shared__ float part[kWarps][MR][4];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r = lane & 3, q = lane >> 2;
+  const int64_t nb = (a.n + 3) / 4;
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * (kWarps / splits) + warp / splits;
+  const int s = warp % splits;
+  const int64_t row = b * 4 + r;
+  float acc[MR];
+#pragma unroll
+  for (int m = 0; m < MR; ++m) acc[m] = 0.0f;
+  if (b < nb) {
+    const int64_t per = (chunks + splits - 1) / splits;
+    const int64_t c0 = s * per, c1 = min(chunks, c0 + per);
+    const uint4* wb = reinterpret_cast<const uint4*>(a.packed + b * chunks * kChunkBytes);
+    const bool live = row < a.n;  // padding rows of the last block hold zero codes
+    const int64_t xrow = a.k / X<K>::kPerVec;  // x vectors per row
+#pragma unroll 2
+    for (int64_t c = c0 + q; c < c1; c += 8) {
+      const uint4 raw = wb[c * 4 + r];
+      const int64_t g = c * CK / a.group_size;
+      const float sc = live ? a.scales[row * a.groups + g] : 0.0f;
+      const float zp = (live && a.zero_points != nullptr) ? a.zero_points[row * a.groups + g] : 0.0f;
+      float w[CK];
+      decode<BITS>(raw, w);
+#pragma unroll
+      for (int m = 0; m < MR; ++m) {
+        if (m < a.m) {
+          float d = 0.0f, sx = 0.0f;
+#pragma unroll
+          for (int v = 0; v < XV; ++v) {
+            float xf[X<K>::kPerVec];
+            X<K>::load(a.x, m * xrow + c * XV + v, xf);
+#pragma unroll
+            for (int j = 0; j < X<K>::kPerVec; ++j) {
+              d = fmaf(w[v * X<K>::kPerVec + j], xf[j], d);
+              sx += xf[j];
+            }
+          }
+          acc[m] = fmaf(sc, fmaf(-zp, sx, d), acc[m]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < MR; ++m) {
+#pragma unroll
+    for (int off = 4; off < 32; off *= 2) acc[m] += __shfl_xor_sync(0xFFFFFFFFu, acc[m], off);
+  }
+  if (q == 0) {
+#pragma unroll
+    for (int m = 0; m < MR; ++m) part[warp][m][r] = acc[m];
+  }
+  __syncthreads();
+  if (s != 0 || b >= nb) return;
+  for (int idx = lane; idx < 4 * a.m; idx += 32) {
+    const int m = idx / 4, rr = idx % 4;
+    const int64_t out_row = b * 4 + rr;
+    if (out_row >= a.n) continue;
+    float t = 0.0f;
+    for (int sp = 0; sp < splits; ++sp) t += part[warp + sp][m][rr];
+    if (a.bias != nullptr) t += a.bias[out_row];
+    X<K>::store(a.y, m * a.n + out_row, t);
+  }
+}
+
+template <int BITS, FloatType K>
+cudaError_t launch(const WoqGemv& a, cudaStream_t stream) {
+  const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), nb = (a.n + 3) / 4;
+  // Enough warps for ~32 per multiprocessor; each split keeps at least 32 chunks (4 per lane).
+  int splits = 1;
+  while (splits < kWarps && nb * splits < int64_t(a.sm_count) * 32 && chunks / (splits * 2) >= 32) splits *= 2;
+  const dim3 grid(static_cast<unsigned>((nb + kWarps / splits - 1) / (kWarps / splits)));
+  if (a.m <= 1) {
+    gemv<BITS, K, 1><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+  } else if (a.m <= 2) {
+    gemv<BITS, K, 2><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+  } else if (a.m <= 4) {
+    gemv<BITS, K, 4><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+  } else if (a.m <= 8) {
+    gemv<BITS, K, 8><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+  } else {
+    gemv<BITS, K, 16><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+  }
+  return cudaGetLastError();
+}
+
+template <int BITS>
+cudaError_t byType(const WoqGemv& a, cudaStream_t stream) {
+  switch (a.xt) {
+    case FloatType::kF32: return launch<BITS, FloatType::kF32>(a, stream);
+    case FloatType::kBF16: return launch<BITS, FloatType::kBF16>(a, stream);
+    default: return launch<BITS, FloatType::kF16>(a, stream);
+  }
+}
+
+}  // namespace
+
+cudaError_t linearWeightOnlyGemv(const WoqGemv& a, cudaStream_t stream) {
+  if (a.m == 0 || a.n == 0) return cudaSuccess;
+  return a.bits == 4 ? byType<4>(a, stream) : byType<8>(a, stream);
+}
+
+}  // namespace pt2q::cuda

@@ -1,0 +1,105 @@
+"""linear_w8a16 / linear_w4a16 on CUDA: the GEMV kernel (up to 16 rows of x) and the reference
+path it hands larger inputs to, against an fp64 product of the unpacked weight, within the bound of
+fp32 summation in any order plus the output dtype's rounding; per-channel and grouped scales,
+zero points, bias, fp32 / bf16 / fp16 x, odd N, K over several splits, deterministic; the pack
+ops on CUDA give the CPU's bytes. Runs on the GPU machine; skipped elsewhere."""
+
+import pytest
+import torch
+
+import pt2q  # noqa: F401
+
+pytestmark = pytest.mark.cuda
+P = torch.ops.pt2q
+EPS32 = 2.0 ** -24
+ULP = {torch.float32: 0.0, torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
+
+
+@pytest.fixture(autouse=True)
+def _need_kernels():
+    if not (torch.cuda.is_available()
+            and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::linear_w8a16", "CUDA")):
+        pytest.skip("pt2q was built without its CUDA kernels")
+
+
+def make(bits, n, k, group, zp, seed):
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = (-128, 128) if bits == 8 else (-8, 8)
+    w = torch.randint(lo, hi, (n, k), generator=g, dtype=torch.int8)
+    groups = 1 if group is None else k // group
+    s = torch.rand(n, groups, generator=g) * 0.02 + 1e-3
+    z = torch.randint(lo // 2, hi // 2, (n, groups), generator=g, dtype=torch.int32) if zp else None
+    if group is None:
+        s = s.reshape(n)
+        z = None if z is None else z.reshape(n)
+    return w, s, z
+
+
+def check(bits, x, w, s, z, bias):
+    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+    pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+    packed = pack(w.cuda())
+    assert torch.equal(packed.cpu(), pack(w))  # the CPU's layout
+    dev = lambda t: None if t is None else t.cuda()  # noqa: E731
+    xc = x if x.is_cuda else x.cuda()
+    got = op(xc, packed, s.cuda(), dev(z), dev(bias))
+    again = op(xc, packed, s.cuda(), dev(z), dev(bias))
+    x = x.cpu()
+    assert torch.equal(got, again)  # no atomics: the same bits every call
+    n, k = w.shape
+    groups = s.numel() // n
+    wd = w.double().reshape(n, groups, -1)
+    if z is not None:
+        wd = wd - z.double().reshape(n, groups, 1)
+    wd = (wd * s.double().reshape(n, groups, 1)).reshape(n, k)
+    xd = x.double().reshape(-1, k)
+    want = xd @ wd.t() + (0 if bias is None else bias.double())
+    terms = xd.abs() @ wd.abs().t() + (0 if bias is None else bias.double().abs())
+    lim = 2 * (k + 4) * EPS32 * terms + 2 * ULP[x.dtype] * want.abs() + 1e-30
+    err = (got.cpu().double().reshape(want.shape) - want).abs()
+    assert got.dtype == x.dtype and got.shape == (*x.shape[:-1], n)
+    assert bool((err <= lim).all()), float((err - lim).max())
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("m", [1, 2, 3, 7, 16, 33])
+def test_rows_and_dtypes(bits, dtype, m):
+    w, s, z = make(bits, 37, 512, 64 if bits == 4 else None, zp=False, seed=m)
+    x = torch.randn(m, 512).to(dtype)
+    check(bits, x, w, s, z, torch.randn(37))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("group", [None, 32, 64, 128, 256])
+@pytest.mark.parametrize("zp", [False, True])
+def test_groups_and_zero_points(bits, group, zp):
+    w, s, z = make(bits, 4100, 1024, group, zp, seed=7)
+    for m in (1, 5, 16):
+        check(bits, torch.randn(m, 1024).to(torch.bfloat16), w, s, z, None)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_long_k_several_splits_and_leading_dims(bits):
+    w, s, z = make(bits, 64, 11008, 128, zp=True, seed=3)
+    check(bits, torch.randn(2, 3, 11008), w, s, z, torch.randn(64))
+    w, s, z = make(bits, 4096, 4096, None, zp=False, seed=4)
+    check(bits, torch.randn(1, 4096).to(torch.bfloat16), w, s, z, None)
+
+
+def test_reference_path_for_unaligned_or_ragged_inputs():
+    w, s, z = make(8, 20, 100, None, zp=False, seed=5)  # K not a multiple of 16
+    check(8, torch.randn(3, 100), w, s, z, None)
+    w, s, z = make(8, 20, 256, None, zp=False, seed=6)
+    x = torch.randn(3 * 256 + 1, device="cuda")[1:].view(3, 256)
+    assert x.data_ptr() % 16 != 0  # 4 bytes past a 16-byte boundary: the reference path
+    check(8, x, w, s, z, None)
+
+
+def test_errors_name_the_argument():
+    w, s, _ = make(8, 8, 64, None, zp=False, seed=1)
+    packed = P.pack_weight_int8(w.cuda())
+    with pytest.raises(ValueError, match="scales"):
+        P.linear_w8a16(torch.randn(2, 64, device="cuda"), packed, torch.rand(9, device="cuda"))
+    with pytest.raises(ValueError, match="device|cuda|cpu"):
+        P.linear_w8a16(torch.randn(2, 64, device="cuda"), packed, torch.rand(8))
