@@ -10,6 +10,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 namespace pt2q::cuda {
 namespace {
 
@@ -61,23 +63,35 @@ struct X<FloatType::kF16> {
   }
 };
 
-// The values of one row's 16 bytes of a chunk, in k order.
+// The values of one row's 16 bytes of a chunk, in k order. No integer-to-float conversion (a
+// quarter-rate instruction): a code c placed in the low bits of 0x4B000000 reads as 2^23 + c, so
+// one byte permute (or mask) and one subtraction give it as a float.
 template <int BITS>
 __device__ __forceinline__ void decode(const uint4& raw, float* w) {
   const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-  for (int b = 0; b < 16; ++b) {
-    const uint32_t byte = (words[b / 4] >> (8 * (b % 4))) & 0xFFu;
+  for (int q = 0; q < 4; ++q) {
     if constexpr (BITS == 8) {
-      w[b] = static_cast<float>(static_cast<int8_t>(byte));
+      const uint32_t u = words[q] ^ 0x80808080u;  // signed byte v -> v + 128
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        // bytes: (u's byte b, 0, 0, 0x4B)
+        const uint32_t bits = __byte_perm(u, 0x4B000000u, static_cast<uint32_t>(b) | 0x7540u);
+        w[4 * q + b] = __uint_as_float(bits) - 8388736.0f;  // 2^23 + 128
+      }
     } else {  // byte l: k = l (low nibble), k = 16 + l (high), stored as v + 8
-      w[b] = static_cast<float>(static_cast<int>(byte & 0xFu) - 8);
-      w[16 + b] = static_cast<float>(static_cast<int>(byte >> 4) - 8);
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const uint32_t byte = words[q] >> (8 * b);
+        w[4 * q + b] = __uint_as_float((byte & 0xFu) | 0x4B000000u) - 8388616.0f;  // 2^23 + 8
+        w[16 + 4 * q + b] = __uint_as_float(((byte >> 4) & 0xFu) | 0x4B000000u) - 8388616.0f;
+      }
     }
   }
 }
 
-template <int BITS, FloatType K, int MR>
+// ZP: zero points present (each chunk then also sums its x values).
+template <int BITS, FloatType K, int MR, bool ZP>
 __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t chunks) {
   constexpr int CK = BITS == 8 ? 16 : 32;  // k values per chunk row
   constexpr int XV = CK / X<K>::kPerVec;   // x vectors per chunk row
@@ -97,12 +111,12 @@ __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t 
     const uint4* wb = reinterpret_cast<const uint4*>(a.packed + b * chunks * kChunkBytes);
     const bool live = row < a.n;  // padding rows of the last block hold zero codes
     const int64_t xrow = a.k / X<K>::kPerVec;  // x vectors per row
-#pragma unroll 2
+#pragma unroll 4
     for (int64_t c = c0 + q; c < c1; c += 8) {
       const uint4 raw = wb[c * 4 + r];
       const int64_t g = c * CK / a.group_size;
       const float sc = live ? a.scales[row * a.groups + g] : 0.0f;
-      const float zp = (live && a.zero_points != nullptr) ? a.zero_points[row * a.groups + g] : 0.0f;
+      const float zp = (ZP && live) ? a.zero_points[row * a.groups + g] : 0.0f;
       float w[CK];
       decode<BITS>(raw, w);
 #pragma unroll
@@ -116,10 +130,10 @@ __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t 
 #pragma unroll
             for (int j = 0; j < X<K>::kPerVec; ++j) {
               d = fmaf(w[v * X<K>::kPerVec + j], xf[j], d);
-              sx += xf[j];
+              if constexpr (ZP) sx += xf[j];
             }
           }
-          acc[m] = fmaf(sc, fmaf(-zp, sx, d), acc[m]);
+          acc[m] = fmaf(sc, ZP ? fmaf(-zp, sx, d) : d, acc[m]);
         }
       }
     }
@@ -149,20 +163,30 @@ __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t 
 template <int BITS, FloatType K>
 cudaError_t launch(const WoqGemv& a, cudaStream_t stream) {
   const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), nb = (a.n + 3) / 4;
-  // Enough warps for ~32 per multiprocessor; each split keeps at least 32 chunks (4 per lane).
+  // Enough warps for ~48 per multiprocessor (bytes in flight hide HBM latency); each split keeps
+  // at least 16 chunks (2 per lane).
   int splits = 1;
-  while (splits < kWarps && nb * splits < int64_t(a.sm_count) * 32 && chunks / (splits * 2) >= 32) splits *= 2;
+  while (splits < kWarps && nb * splits < int64_t(a.sm_count) * 48 && chunks / (splits * 2) >= 16) splits *= 2;
   const dim3 grid(static_cast<unsigned>((nb + kWarps / splits - 1) / (kWarps / splits)));
+  const bool zp = a.zero_points != nullptr;
+  auto go = [&](auto mr) {
+    constexpr int MR = decltype(mr)::value;
+    if (zp) {
+      gemv<BITS, K, MR, true><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+    } else {
+      gemv<BITS, K, MR, false><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+    }
+  };
   if (a.m <= 1) {
-    gemv<BITS, K, 1><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+    go(std::integral_constant<int, 1>());
   } else if (a.m <= 2) {
-    gemv<BITS, K, 2><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+    go(std::integral_constant<int, 2>());
   } else if (a.m <= 4) {
-    gemv<BITS, K, 4><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+    go(std::integral_constant<int, 4>());
   } else if (a.m <= 8) {
-    gemv<BITS, K, 8><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+    go(std::integral_constant<int, 8>());
   } else {
-    gemv<BITS, K, 16><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+    go(std::integral_constant<int, 16>());
   }
   return cudaGetLastError();
 }
