@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 namespace pt2q::cuda {
 namespace mxd {
@@ -170,6 +171,44 @@ struct Vec<FloatType::kF16> {
   static constexpr int kN = 8;
 };
 
+// The 16 bytes of one thread as floats, and the NaN-propagating max |x| of its block: the thread's
+// own, then over the block's L lanes by shuffles (all 32 lanes must run them).
+template <FloatType K, int L>
+__device__ __forceinline__ void loadBlockMax(const uint4& raw, float* f, float& amax, bool& nan_seen) {
+  typename IO<K>::T v[Vec<K>::kN];
+  memcpy(v, &raw, 16);
+  amax = 0.0f;
+  nan_seen = false;
+#pragma unroll
+  for (int i = 0; i < Vec<K>::kN; ++i) {
+    f[i] = IO<K>::load(v[i]);
+    const float a = fabsf(f[i]);
+    nan_seen |= (a != a);
+    amax = a > amax ? a : amax;
+  }
+#pragma unroll
+  for (int off = L / 2; off > 0; off /= 2) {
+    const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
+    amax = o > amax ? o : amax;
+    nan_seen |= __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(nan_seen), off) != 0;
+  }
+}
+
+// Lanes per block of the 16-byte kernels (1..32, a power of two), or 0 where they do not apply:
+// blocks along the innermost axis, rows of whole blocks, blocks of whole 16-byte vectors, every
+// pointer in `ptrs` 16-byte aligned.
+template <FloatType K>
+int64_t vecLanes(const MxLaunch& c, std::initializer_list<const void*> ptrs) {
+  constexpr int V = Vec<K>::kN;
+  for (const void* p : ptrs) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return 0;
+  }
+  const int64_t lanes = c.block / V;
+  const bool ok = c.inner == 1 && c.block % V == 0 && c.len % c.block == 0 && lanes >= 1 && lanes <= 32 &&
+                  (lanes & (lanes - 1)) == 0;
+  return ok ? lanes : 0;
+}
+
 // Each group of L lanes holds one block of L * V elements; groups never straddle a warp (L
 // divides 32), and every lane of a warp runs the shuffles (lanes past the end just idle). Each
 // thread takes U vectors `stride` apart, all loaded before any is used, so that more bytes are
@@ -186,26 +225,13 @@ __global__ void fakeQuantizeVec(const uint4* x, uint4* y, MxLaunch c, int64_t nv
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const int64_t t = t0 + u * stride;
-    T v[V];
-    memcpy(v, &raw[u], 16);
     float f[V];
-    float amax = 0.0f;
-    bool nan_seen = false;
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      f[i] = IO<K>::load(v[i]);
-      const float a = fabsf(f[i]);
-      nan_seen |= (a != a);
-      amax = a > amax ? a : amax;
-    }
-#pragma unroll
-    for (int off = L / 2; off > 0; off /= 2) {
-      const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
-      amax = o > amax ? o : amax;
-      nan_seen |= __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(nan_seen), off) != 0;
-    }
+    float amax;
+    bool nan_seen;
+    loadBlockMax<K, L>(raw[u], f, amax, nan_seen);
     if (t >= nvec) continue;
     const BlockScale b = blockScale(amax, nan_seen, c, p);
+    T v[V];
 #pragma unroll
     for (int i = 0; i < V; ++i) v[i] = IO<K>::store(fakeElement<R>(f[i], b, c, p, t * V + i));
     memcpy(&raw[u], v, 16);
@@ -218,10 +244,8 @@ cudaError_t launchFake(const void* x, void* y, const MxLaunch& c, cudaStream_t s
   using T = typename IO<K>::T;
   constexpr int V = Vec<K>::kN;
   const int64_t numel = c.outer * c.len * c.inner;
-  const bool aligned = (reinterpret_cast<uintptr_t>(x) % 16 == 0) && (reinterpret_cast<uintptr_t>(y) % 16 == 0);
-  const int64_t lanes = c.block / V;
-  if (c.inner == 1 && aligned && c.block % V == 0 && c.len % c.block == 0 && lanes >= 1 && lanes <= 32 &&
-      (lanes & (lanes - 1)) == 0) {
+  const int64_t lanes = vecLanes<K>(c, {x, y});
+  if (lanes > 0) {
     const int64_t nvec = numel / V;
     constexpr int U = 2;
     const int64_t blocks = (nvec + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U);
@@ -277,7 +301,7 @@ __global__ void quantizeColumns(const typename IO<K>::T* x, CodeT* codes, uint8_
   const BlockScale b = blockScale(amax, nan_seen, c, p);
   scales[(o * k.nblocks + k.j) * c.inner + w] = static_cast<uint8_t>(b.byte);
   // NaN and flushed blocks store the code of 0 (their scale byte says what they are).
-  const float inv = b.kill != 0 ? 0.0f : 1.0f / b.scale;
+  const float inv = b.kill != 0 ? 0.0f : b.inv;
   for (int64_t l = l0; l < l1; ++l) {
     const int64_t i = (o * c.len + l) * c.inner + w;
     const uint32_t rnd = R == 3 ? mxd::elementRandom(c.random_key, static_cast<uint64_t>(i)) : 0u;
@@ -293,28 +317,12 @@ __global__ void quantizeColumns(const typename IO<K>::T* x, CodeT* codes, uint8_
 template <FloatType K, int R, int L>
 __global__ void quantizeVec(const uint4* x, uint8_t* codes, uint8_t* scales, MxLaunch c, MxPacking pk,
                             int64_t nvec) {
-  using T = typename IO<K>::T;
   constexpr int V = Vec<K>::kN;
   const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const uint4 raw = t < nvec ? x[t] : make_uint4(0, 0, 0, 0);
-  T v[V];
-  memcpy(v, &raw, 16);
   float f[V];
-  float amax = 0.0f;
-  bool nan_seen = false;
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    f[i] = IO<K>::load(v[i]);
-    const float a = fabsf(f[i]);
-    nan_seen |= (a != a);
-    amax = a > amax ? a : amax;
-  }
-#pragma unroll
-  for (int off = L / 2; off > 0; off /= 2) {
-    const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
-    amax = o > amax ? o : amax;
-    nan_seen |= __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(nan_seen), off) != 0;
-  }
+  float amax;
+  bool nan_seen;
+  loadBlockMax<K, L>(t < nvec ? x[t] : make_uint4(0, 0, 0, 0), f, amax, nan_seen);
   if (t >= nvec) return;
   const mxd::ElemParams p = elemParams(c);
   const BlockScale b = blockScale(amax, nan_seen, c, p);
@@ -353,14 +361,10 @@ __global__ void quantizeVec(const uint4* x, uint8_t* codes, uint8_t* scales, MxL
   }
 }
 
+// A thread's V codes must be whole packing groups.
 template <FloatType K>
 int64_t quantizeVecLanes(const void* x, const MxLaunch& c, const MxPacking& pk) {
-  constexpr int V = Vec<K>::kN;
-  const int64_t lanes = c.block / V;
-  const bool ok = c.inner == 1 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && c.block % V == 0 &&
-                  c.len % c.block == 0 && lanes >= 1 && lanes <= 32 && (lanes & (lanes - 1)) == 0 &&
-                  V % pk.per_group == 0;
-  return ok ? lanes : 0;
+  return Vec<K>::kN % pk.per_group == 0 ? vecLanes<K>(c, {x}) : 0;
 }
 
 template <FloatType K, int R>
