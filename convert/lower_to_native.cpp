@@ -75,8 +75,9 @@ std::optional<Weight> lowerableWeight(const Graph& g, const Argument& wa) {
   const at::Tensor* w = constantOf(g, a[0]);
   const at::Tensor* s = constantOf(g, a[1]);
   const at::Tensor* z = constantOf(g, a[2]);
+  // CPU and CUDA have kernels for these ops (and pack the same bytes); other devices keep q/dq.
   if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar || w->dim() != 2 ||
-      !w->device().is_cpu() || s->size(0) != w->size(0) || z->numel() != s->numel()) {
+      !(w->device().is_cpu() || w->device().is_cuda()) || s->size(0) != w->size(0) || z->numel() != s->numel()) {
     return std::nullopt;
   }
   Weight out{dq, w, a[1], a[2], 8};

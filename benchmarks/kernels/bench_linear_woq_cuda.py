@@ -1,6 +1,8 @@
-"""Weight-only linear on CUDA (decode): pt2q.linear_w8a16 (per channel) and linear_w4a16 (groups
-of 128) against bf16 F.linear, ATen's int8 weight-only kernel (`_weight_int8pack_mm`) and tinygemm
-(`_weight_int4pack_mm`), bf16 x, the issue's shapes, M in {1, 4, 16}.
+"""Quantized linear on CUDA (decode): pt2q.linear_w8a16 / linear_w8a8 (per channel) and
+linear_w4a16 / linear_w4a8 (groups of 128) against bf16 F.linear, ATen's int8 weight-only kernel
+(`_weight_int8pack_mm`), tinygemm (`_weight_int4pack_mm`), `torch._int_mm` (int8 x given; it
+refuses M <= 16) and fp8 `torch._scaled_mm` (fp8 x given), bf16 x, the issue's shapes, M in
+{1, 4, 16, 128, 2048} (ATen's int8 kernel only to 16 rows, tinygemm to 128).
 
 Each case is captured in a CUDA graph of 64 calls cycling through enough copies of its weights to
 exceed the 50 MiB L2 (so every call streams its weight from HBM, and launch gaps are out of the
@@ -72,6 +74,7 @@ def main():
         p8 = copies(lambda: P.pack_weight_int8(w8), n * k)
         p4 = copies(lambda: P.pack_weight_int4(w4), n * k // 2)
         a8 = copies(lambda: w8.clone(), n * k)
+        f8 = copies(lambda: (w8.float() / 32).to(torch.float8_e4m3fn), n * k)
         s8b = s8.to(torch.bfloat16)
         try:
             u = (w4 + 8).to(torch.uint8)
@@ -80,19 +83,32 @@ def main():
             sz = torch.stack([s4.t(), torch.zeros_like(s4.t())], -1).to(torch.bfloat16).contiguous()
         except Exception as e:  # noqa: BLE001
             tiny, sz = None, repr(e)
-        for m in (1, 4, 16):
+        for m in (1, 4, 16, 128, 2048):
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             io = 2 * m * (k + n)
-            cases = [("bf16 F.linear", lambda i: F.linear(x, dense[i % len(dense)]), 2 * n * k + io),
-                     ("aten _weight_int8pack_mm", lambda i: torch._weight_int8pack_mm(x, a8[i % len(a8)], s8b),
-                      n * k + 2 * n + io),
-                     ("pt2q linear_w8a16", lambda i: P.linear_w8a16(x, p8[i % len(p8)], s8), n * k + 4 * n + io)]
-            if tiny is not None:
+            cases = [("bf16 F.linear", lambda i: F.linear(x, dense[i % len(dense)]), 2 * n * k + io)]
+            if m <= 16:  # ATen's int8 kernel takes milliseconds above that
+                cases.append(("aten _weight_int8pack_mm",
+                              lambda i: torch._weight_int8pack_mm(x, a8[i % len(a8)], s8b), n * k + 2 * n + io))
+            cases.append(("pt2q linear_w8a16", lambda i: P.linear_w8a16(x, p8[i % len(p8)], s8), n * k + 4 * n + io))
+            if tiny is not None and m <= 128:
                 cases.append(("tinygemm _weight_int4pack_mm g128",
                               lambda i: torch._weight_int4pack_mm(x, tiny[i % len(tiny)], 128, sz),
                               n * k // 2 + 4 * n * k // 128 + io))
             cases.append(("pt2q linear_w4a16 g128", lambda i: P.linear_w4a16(x, p4[i % len(p4)], s4),
                           n * k // 2 + 4 * n * k // 128 + io))
+            cases.append(("pt2q linear_w8a8 (x quantized in the op)",
+                          lambda i: P.linear_w8a8(x, p8[i % len(p8)], s8), n * k + 4 * n + io))
+            cases.append(("pt2q linear_w4a8 g128 (x quantized in the op)",
+                          lambda i: P.linear_w4a8(x, p4[i % len(p4)], s4), n * k // 2 + 4 * n * k // 128 + io))
+            xq = torch.randint(-128, 128, (m, k), device="cuda", dtype=torch.int8)
+            cases.append(("torch._int_mm (int8 x given)", lambda i: torch._int_mm(xq, a8[i % len(a8)].t()),
+                          n * k + m * k + 4 * m * n))
+            x8 = x.to(torch.float8_e4m3fn)
+            one = torch.ones((), device="cuda")
+            cases.append(("fp8 torch._scaled_mm (fp8 x given)",
+                          lambda i: torch._scaled_mm(x8, f8[i % len(f8)].t(), one, one, out_dtype=torch.bfloat16),
+                          n * k + m * k + 2 * m * n))
             base = None
             for name, fn, nbytes in cases:
                 try:

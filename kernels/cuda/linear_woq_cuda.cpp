@@ -1,5 +1,6 @@
-// CUDA glue of linear_w8a16 / linear_w4a16: the shared checks, then the GEMV kernel
-// (linear_woq_cuda_kernels.cu) for up to 16 rows of x; more rows, a K that is not a multiple of
+// CUDA glue of linear_w8a16 / linear_w4a16: the shared checks, then the GEMV kernels
+// (linear_woq_cuda_kernels.cu: fp32 x, up to 16 rows; linear_woq_mma_kernels.cu: bf16 / fp16 x,
+// up to 256 rows); more rows, a K that is not a multiple of
 // the chunk, or x that is not 16-byte aligned take the reference path (dequantize, then cuBLAS).
 // The pack ops run their reference implementation on CUDA (the same layout as on CPU).
 #include <ATen/cuda/CUDAContext.h>
@@ -20,7 +21,8 @@ at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packe
   const c10::cuda::CUDAGuard guard(input.device());
   const at::Tensor x = input.reshape({g.m, g.k}).contiguous();
   const bool aligned = reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0;
-  if (g.m == 0 || g.m > cuda::kWoqGemvMaxRows || g.k % packChunk(BITS) != 0 || !aligned) {
+  const int64_t max_rows = input.scalar_type() == at::kFloat ? cuda::kWoqGemvMaxRows : cuda::kWoqMmaMaxRows;
+  if (g.m == 0 || g.m > max_rows || g.k % packChunk(BITS) != 0 || !aligned) {
     return linearWeightOnlyRef(op, BITS, input, packed, scales, zero_points, bias);
   }
   const at::Tensor s = scales.to(at::kFloat).contiguous();

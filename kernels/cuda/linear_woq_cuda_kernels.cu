@@ -204,6 +204,7 @@ cudaError_t byType(const WoqGemv& a, cudaStream_t stream) {
 
 cudaError_t linearWeightOnlyGemv(const WoqGemv& a, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return cudaSuccess;
+  if (a.xt != FloatType::kF32) return linearWeightOnlyMma(a, stream);
   return a.bits == 4 ? byType<4>(a, stream) : byType<8>(a, stream);
 }
 

@@ -12,8 +12,10 @@
 
 namespace pt2q::cuda {
 
-/// The most x rows the GEMV takes; more go to the glue's other path.
+/// The most x rows the GEMV takes: fp32 x (CUDA cores) and bf16 / fp16 x (tensor cores, 16 rows
+/// per slice of the grid); more go to the glue's other path.
 constexpr int64_t kWoqGemvMaxRows = 16;
+constexpr int64_t kWoqMmaMaxRows = 256;
 
 struct WoqGemv {
   const int8_t* packed = nullptr;  // pack_weight_int8 / pack_weight_int4's layout
@@ -24,13 +26,18 @@ struct WoqGemv {
   const float* zero_points = nullptr;  // [n, groups] or null
   const void* x = nullptr;  // [m, k], 16-byte aligned rows
   FloatType xt = FloatType::kF32;
-  int64_t m = 1;  // 1..kWoqGemvMaxRows
+  int64_t m = 1;  // 1..kWoqGemvMaxRows (fp32 x) or kWoqMmaMaxRows
   const float* bias = nullptr;  // [n] or null
   void* y = nullptr;  // [m, n] in xt
   int sm_count = 132;  // multiprocessors, to size the split of K
 };
 
-/// y = x @ ((w - zp) * s)^T + bias, accumulated in fp32 in a fixed order (deterministic).
+/// y = x @ ((w - zp) * s)^T + bias, accumulated in fp32 in a fixed order (deterministic). bf16
+/// and fp16 x go to linearWeightOnlyMma, fp32 x to a CUDA-core kernel.
 cudaError_t linearWeightOnlyGemv(const WoqGemv& a, cudaStream_t stream);
+
+/// The same on tensor cores (linear_woq_mma_kernels.cu): bf16 / fp16 x only. Exact products of
+/// codes and x summed in fp32; the scale and zero point applied per span of a group.
+cudaError_t linearWeightOnlyMma(const WoqGemv& a, cudaStream_t stream);
 
 }  // namespace pt2q::cuda

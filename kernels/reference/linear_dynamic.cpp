@@ -36,7 +36,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantizePerTokenRef(const at::Ten
   const double qmin = -128, qmax = 127;
   const at::Tensor mn = at::minimum(at::amin(x, {-1}, true), at::zeros({}, x.options()));
   const at::Tensor mx = at::maximum(at::amax(x, {-1}, true), at::zeros({}, x.options()));
-  const at::Tensor scale = ((mx - mn) / (qmax - qmin)).clamp_min(std::numeric_limits<float>::epsilon());
+  // Divided by a tensor on x's device: CUDA turns a division by a scalar into a product with its
+  // reciprocal, which differs from the CPU's quotient in the last bit.
+  const at::Tensor scale =
+      ((mx - mn) / at::full({}, qmax - qmin, x.options())).clamp_min(std::numeric_limits<float>::epsilon());
   const at::Tensor dmin = mn / scale, dmax = mx / scale;
   const at::Tensor zp = at::where((dmin + qmin) + (dmax + qmax) > 0, qmin - dmin, qmax - dmax).clamp(qmin, qmax).round();
   const at::Tensor s64 = scale.to(at::kDouble), z64 = zp.to(at::kLong);
@@ -54,7 +57,7 @@ std::tuple<at::Tensor, double, int64_t> quantizePerTensorRef(const char* op, con
   // determine_qparams for per_tensor_affine, in fp32 as torch computes it.
   const auto [lo, hi] = x.numel() > 0 ? at::aminmax(x) : std::make_tuple(at::zeros({}, x.options()), at::zeros({}, x.options()));
   const at::Tensor mn = at::minimum(lo, at::zeros({}, x.options())), mx = at::maximum(hi, at::zeros({}, x.options()));
-  const at::Tensor scale = at::maximum((mx - mn) / 255.0, at::full({1}, eps, x.options()));
+  const at::Tensor scale = at::maximum((mx - mn) / at::full({}, 255.0, x.options()), at::full({1}, eps, x.options()));
   const at::Tensor zp = (-128 - at::round(mn / scale).to(at::kInt)).clamp(-128, 127);
   const double s = scale.item<float>();
   const int64_t z = zp.item<int64_t>();

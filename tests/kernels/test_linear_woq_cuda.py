@@ -63,8 +63,9 @@ def check(bits, x, w, s, z, bias):
 
 @pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("m", [1, 2, 3, 7, 16, 33])
+@pytest.mark.parametrize("m", [1, 2, 3, 7, 16, 33, 100, 256, 257])
 def test_rows_and_dtypes(bits, dtype, m):
+    # bf16 / fp16: the tensor-core kernel to 256 rows (16 per grid slice); fp32: 16 rows
     w, s, z = make(bits, 37, 512, 64 if bits == 4 else None, zp=False, seed=m)
     x = torch.randn(m, 512).to(dtype)
     check(bits, x, w, s, z, torch.randn(37))
@@ -103,3 +104,50 @@ def test_errors_name_the_argument():
         P.linear_w8a16(torch.randn(2, 64, device="cuda"), packed, torch.rand(9, device="cuda"))
     with pytest.raises(ValueError, match="device|cuda|cpu"):
         P.linear_w8a16(torch.randn(2, 64, device="cuda"), packed, torch.rand(8))
+
+
+@pytest.mark.parametrize("bits,group", [(8, 16), (8, 32), (8, 48), (8, 64), (4, 32), (4, 64), (4, 96), (4, 128)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("zp", [False, True])
+def test_tensor_core_spans(bits, group, dtype, zp):
+    # Each group size picks the widest span (16, 8 or 4 bytes per lane) that divides it.
+    w, s, z = make(bits, 53, group * 12, group, zp, seed=group + bits)
+    for m in (1, 8, 9, 16):
+        check(bits, (torch.randn(m, group * 12) * 4).to(dtype), w, s, z, torch.randn(53))
+
+
+@pytest.mark.parametrize("bits,k", [(8, 80), (8, 16), (4, 96), (4, 32)])
+@pytest.mark.parametrize("zp", [False, True])
+def test_tensor_core_k_not_a_whole_number_of_spans(bits, k, zp):
+    w, s, z = make(bits, 29, k, None, zp, seed=k)
+    for m in (1, 3, 16):
+        check(bits, torch.randn(m, k).to(torch.bfloat16), w, s, z, None)
+
+
+def test_tensor_core_extremes():
+    # Codes at both ends of the range against x at bf16's large and small binades.
+    n, k = 40, 256
+    w = torch.full((n, k), -128, dtype=torch.int8)
+    w[1::2] = 127
+    s = torch.rand(n) + 0.5
+    x = torch.randn(16, k) * torch.tensor([2.0 ** e for e in range(-60, 60, 8)] + [1.0]).reshape(16, 1)
+    check(8, x.to(torch.bfloat16), w, s, None, None)
+    w4 = torch.full((n, k), -8, dtype=torch.int8)
+    w4[::3] = 7
+    # fp16: rows from 2^-10 to 2^5 and small scales, so that no output leaves fp16's normal range
+    x16 = torch.randn(16, k) * torch.tensor([2.0 ** e for e in range(-10, 6)]).reshape(16, 1)
+    s16 = (s * 2.0 ** -10).reshape(n, 1).expand(n, 4).contiguous()
+    check(4, x16.to(torch.float16), w4, s16, None, None)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_opcheck(bits, dtype):
+    from torch.library import opcheck
+
+    w, s, z = make(bits, 24, 256, 64, zp=True, seed=9)
+    pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+    args = (torch.randn(3, 256, device="cuda", dtype=dtype), pack(w.cuda()), s.cuda(), z.cuda(),
+            torch.randn(24, device="cuda"))
+    opcheck(op.default, args)

@@ -35,3 +35,41 @@ def test_cuda_model_quantizes_like_cpu():
                 t = getattr(t, part)
             assert t.device.type == "cuda", n.target
     torch.testing.assert_close(cuda(*cuda_args).cpu(), cpu(*cpu_args), atol=0.05, rtol=0.05)
+
+
+LINEAR_CASES = [  # quantizer, the native op lower_to_native gives
+    ("Int8WeightOnlyQuantizer", (), "linear_w8a16"),
+    ("Int4WeightOnlyQuantizer", (64,), "linear_w4a16"),
+    ("Int8DynActInt8WeightQuantizer", (), "linear_w8a8"),
+    ("Int8DynActInt4WeightQuantizer", (32,), "linear_w4a8"),
+]
+
+
+@pytest.mark.parametrize("name,args,op", LINEAR_CASES, ids=[c[0] for c in LINEAR_CASES])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_lowered_linears_run_and_compile_on_cuda(name, args, op, dtype):
+    # The lowered model on CUDA runs pt2q's CUDA kernels, torch.compile gives the same bits, and
+    # the result is the same flow's on CPU within a few output roundings (the qparams are chosen
+    # on each device; the kernels sum in other orders).
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(f"pt2q::{op}", "CUDA"):
+        pytest.skip("pt2q was built without its CUDA kernels")
+    import pt2q.quantizer as qz
+
+    def lowered(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 128))
+        model = model.to(dtype).to(device)
+        x = torch.randn(5, 256, generator=torch.Generator().manual_seed(1)).to(dtype).to(device)
+        p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), getattr(qz, name)(*args))
+        return pt2q.convert_pt2e(p, lower_to_native=True), x
+
+    low, x = lowered("cuda")
+    targets = [str(n.target) for n in low.graph.nodes if n.op == "call_function"]
+    assert targets.count(f"pt2q.{op}.default") == 2, targets
+    y = low(x)
+    assert y.is_cuda and y.dtype == dtype
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(low, fullgraph=True)(x), y)
+    cpu, xc = lowered("cpu")
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-3
+    torch.testing.assert_close(y.cpu(), cpu(xc), rtol=tol, atol=tol)

@@ -1,0 +1,103 @@
+// CUDA glue of linear_w8a8 / linear_w4a8: the shared checks, then per-token quantization and the
+// int8 tensor-core GEMV (linear_dynamic_cuda_kernels.cu), 16 rows of x per slice of its grid. A K
+// that is not a multiple of the chunk, int8 groups that are not a multiple of 32, and the
+// per-tensor variant (per_tensor_eps) take the reference path.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "kernels/cuda/linear_dynamic_cuda_kernels.h"
+#include "kernels/linear_dynamic.h"
+#include "kernels/linear_weight_only_args.h"
+
+namespace pt2q {
+namespace {
+
+cuda::FloatType floatType(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat      ? cuda::FloatType::kF32
+         : t.scalar_type() == at::kBFloat16 ? cuda::FloatType::kBF16
+                                            : cuda::FloatType::kF16;
+}
+
+template <int BITS>
+at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
+                             const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias,
+                             c10::optional<double> per_tensor_eps) {
+  const char* op = BITS == 8 ? "linear_w8a8" : "linear_w4a8";
+  const LinearWeightOnlyGeometry g = checkLinearWeightOnly(op, BITS, input, packed, scales, zero_points, bias);
+  if (per_tensor_eps.has_value() || g.m == 0 || g.m > cuda::kDynGemvMaxRows || g.k % packChunk(BITS) != 0 ||
+      !cuda::linearDynamicGemvTakes(BITS, g.groups, g.group_size)) {
+    return linearDynamicRef(op, BITS, input, packed, scales, zero_points, bias, per_tensor_eps);
+  }
+  const c10::cuda::CUDAGuard guard(input.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::Tensor x = input.reshape({g.m, g.k}).contiguous();
+  // One workspace: codes [m, k] (rows 16-byte aligned: k is a multiple of 16), zero points, scales.
+  const int64_t codes_bytes = roundUp(g.m * g.k, 16);
+  at::Tensor work = at::empty({codes_bytes + 8 * g.m}, input.options().dtype(at::kByte));
+  cuda::TokenCodes tc;
+  tc.codes = reinterpret_cast<int8_t*>(work.data_ptr<uint8_t>());
+  tc.zero_points = reinterpret_cast<int32_t*>(work.data_ptr<uint8_t>() + codes_bytes);
+  tc.scales = reinterpret_cast<float*>(work.data_ptr<uint8_t>() + codes_bytes + 4 * g.m);
+  cudaError_t err = cuda::quantizeTokensInt8(x.const_data_ptr(), floatType(input), g.m, g.k, tc, stream);
+  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
+
+  const at::Tensor s = scales.to(at::kFloat).contiguous();
+  const at::Tensor z = zero_points.has_value() ? zero_points->to(at::kFloat).contiguous() : at::Tensor();
+  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
+  at::Tensor y = at::empty({g.m, g.n}, input.options());
+  const at::Tensor pw = packed.contiguous();
+  cuda::DynGemv a;
+  a.packed = pw.const_data_ptr<int8_t>();
+  a.bits = BITS;
+  a.n = g.n;
+  a.k = g.k;
+  a.groups = g.groups;
+  a.group_size = g.group_size;
+  a.scales = s.const_data_ptr<float>();
+  a.zero_points = z.defined() ? z.const_data_ptr<float>() : nullptr;
+  a.x = tc;
+  a.m = g.m;
+  a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
+  a.y = y.data_ptr();
+  a.yt = floatType(input);
+  err = cuda::linearDynamicGemv(a, stream);
+  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
+  return y.reshape(linearOutputShape(input.sizes(), g.n));
+}
+
+// The op on its own, from the same kernel. Here a row with NaN or Inf is an error, as on CPU (the
+// one host sync is this op's, not the linears').
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantizePerTokenCuda(const at::Tensor& input) {
+  checkPerTokenInput(input);
+  const c10::cuda::CUDAGuard guard(input.device());
+  const int64_t k = input.size(-1), m = input.numel() / k;
+  const at::Tensor x = input.reshape({m, k}).contiguous();
+  at::Tensor codes = at::empty({m, k}, input.options().dtype(at::kChar));
+  at::Tensor zp = at::empty({m}, input.options().dtype(at::kInt));
+  at::Tensor sf = at::empty({m}, input.options().dtype(at::kFloat));
+  const cuda::TokenCodes tc{codes.data_ptr<int8_t>(), zp.data_ptr<int32_t>(), sf.data_ptr<float>()};
+  const cudaError_t err =
+      cuda::quantizeTokensInt8(x.const_data_ptr(), floatType(input), m, k, tc, at::cuda::getCurrentCUDAStream());
+  TORCH_CHECK(err == cudaSuccess, "quantize_per_token_int8: CUDA kernel launch failed: ", cudaGetErrorString(err));
+  if (m > 0) {
+    const at::Tensor bad = sf.isnan();
+    if (bad.any().item<bool>()) {
+      failNonFiniteToken("quantize_per_token_int8", input, bad.nonzero().index({0, 0}).item<int64_t>());
+    }
+  }
+  std::vector<int64_t> qshape(input.sizes().begin(), input.sizes().end());
+  qshape.back() = 1;
+  return {codes.reshape(input.sizes()), sf.to(at::kDouble).reshape(qshape), zp.to(at::kLong).reshape(qshape)};
+}
+
+}  // namespace
+}  // namespace pt2q
+
+TORCH_LIBRARY_IMPL(pt2q, CUDA, m) {
+  m.impl("quantize_per_token_int8", &pt2q::quantizePerTokenCuda);
+  m.impl("linear_w8a8", &pt2q::linearDynamicCuda<8>);
+  m.impl("linear_w4a8", &pt2q::linearDynamicCuda<4>);
+}

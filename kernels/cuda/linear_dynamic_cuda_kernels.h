@@ -1,0 +1,54 @@
+// Torch-free CUDA kernels of linear_w8a8 / linear_w4a8, made for few input rows (decode): each row of x
+// is quantized per token (int8, asymmetric; quantized_decomposed's choose_qparams_per_token_
+// asymmetric + quantize_per_token, bit for bit), then an int8 tensor-core GEMV streams the CPU's
+// packed weights ("n4k16" int8, "n4k32" int4; kernels/README.md). The glue is
+// kernels/cuda/linear_dynamic_cuda.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/affine_cuda_kernels.h"
+
+namespace pt2q::cuda {
+
+/// The most x rows the GEMV takes (16 per slice of the grid, 65535 slices). It re-reads the weight
+/// for each 16 rows (mostly from L2): a GEMV, not the tensor-core GEMM large batches want.
+constexpr int64_t kDynGemvMaxRows = 16 * 65535;
+
+struct TokenCodes {
+  int8_t* codes = nullptr;   // [m, k], rows 16-byte aligned when k is a multiple of 16
+  int32_t* zero_points = nullptr;  // [m]
+  float* scales = nullptr;   // [m]: the fp64 scale rounded to fp32 (NaN for a row with NaN or Inf)
+};
+
+/// Per-token int8 codes of x ([m, k] in xt). A row holding NaN or Inf gets a NaN scale (so its
+/// outputs are NaN) instead of the CPU's error: raising would need a host sync per call.
+cudaError_t quantizeTokensInt8(const void* x, FloatType xt, int64_t m, int64_t k, const TokenCodes& out,
+                               cudaStream_t stream);
+
+struct DynGemv {
+  const int8_t* packed = nullptr;  // pack_weight_int8 / pack_weight_int4's layout
+  int bits = 8;
+  int64_t n = 0, k = 0;  // k: a multiple of the chunk (16 or 32 values)
+  int64_t groups = 1, group_size = 0;  // int8: group_size a multiple of 32 when groups > 1
+  const float* scales = nullptr;  // [n, groups]
+  const float* zero_points = nullptr;  // [n, groups] or null
+  TokenCodes x;  // from quantizeTokensInt8
+  int64_t m = 1;  // 1..kDynGemvMaxRows
+  const float* bias = nullptr;  // [n] or null
+  void* y = nullptr;  // [m, n] in yt
+  FloatType yt = FloatType::kF32;
+};
+
+/// y = sx (sum_k (q - zx)(w - zw) s_w) + bias: int32 sums per span of a group on tensor cores
+/// (exact), scaled in fp32 in a fixed order (deterministic).
+cudaError_t linearDynamicGemv(const DynGemv& a, cudaStream_t stream);
+
+/// Whether the GEMV takes this weight layout (int8 groups must be a multiple of 32).
+inline bool linearDynamicGemvTakes(int bits, int64_t groups, int64_t group_size) {
+  return groups == 1 || bits == 4 || group_size % 32 == 0;
+}
+
+}  // namespace pt2q::cuda

@@ -1,0 +1,270 @@
+// The weight-only GEMV on tensor cores, for bf16 / fp16 x (linear_woq_cuda_kernels.h). A warp
+// owns 16 output rows (four packed 4-row blocks) over a range of K and feeds them to
+// mma.m16n8k16 as the A operand; the x rows are the B operand's 8 columns (two column tiles for
+// 9 to 16 rows), so 16 rows of x cost about what one does.
+//
+// The A fragment wants each lane to hold 4 values of k per row per mma, but a coalesced load gives
+// a lane W contiguous bytes of one row. The sum over k does not care about the order of k, so the
+// kernel renames k: the 4 lanes of a row hold 4W contiguous bytes (a "span"), and mma j takes
+// bytes 4j..4j+3 of each lane as that lane's 4 k positions. x is loaded in the same renaming. A
+// span never crosses a group (W is chosen so that the span divides the group size), so each
+// span's sum can be scaled by its group's scale.
+//
+// Codes go to bf16 / fp16 exactly (int8 through the fp32 0x4B000000 trick, int4 and fp16 through a
+// 16-bit magic exponent), the mma sums exact products in fp32, and the scale and zero point are
+// applied per span in fp32, so the result is the CUDA-core kernel's within fp32 summation order.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/linear_woq_cuda_kernels.h"
+#include "kernels/cuda/mma_tiles.cuh"
+
+namespace pt2q::cuda {
+namespace {
+
+using mma::kChunkBytes;
+using mma::kThreads;
+using mma::kUnroll;
+using mma::kWarps;
+using mma::loadWords;
+
+template <FloatType T>
+struct Mma;
+template <>
+struct Mma<FloatType::kBF16> {
+  // Two nibbles at bits 0-3 and 16-19 -> (n - 8, n' - 8): 0x4300 | n is 128 + n in bf16.
+  static __device__ __forceinline__ uint32_t nibblePair(uint32_t bits) {
+    const uint32_t v = bits | 0x43004300u;
+    const __nv_bfloat162 r = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&v), __floats2bfloat162_rn(136.0f, 136.0f));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+  // Signed bytes 0,1 and 2,3 of a word -> two bf16 pairs. bf16 has 8 significant bits, too few for
+  // a magic exponent over 256 values, so the codes pass through fp32 (exact) and keep its top half.
+  static __device__ __forceinline__ void bytePairs(uint32_t word, uint32_t& p01, uint32_t& p23) {
+    const uint32_t u = word ^ 0x80808080u;
+    uint32_t f[4];
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      f[b] = __float_as_uint(__uint_as_float(__byte_perm(u, 0x4B000000u, static_cast<uint32_t>(b) | 0x7540u)) -
+                             8388736.0f);
+    }
+    p01 = __byte_perm(f[0], f[1], 0x7632);
+    p23 = __byte_perm(f[2], f[3], 0x7632);
+  }
+  static __device__ __forceinline__ float2 toFloat2(uint32_t w) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xFFFF0000u));
+  }
+  static __device__ __forceinline__ void store(void* p, int64_t i, float v) {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  }
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <>
+struct Mma<FloatType::kF16> {
+  // 0x6400 | n is 1024 + n in fp16 for n < 1024: one or-mask (int4) or byte permute (int8) per pair.
+  static __device__ __forceinline__ uint32_t nibblePair(uint32_t bits) {
+    const uint32_t v = bits | 0x64006400u;
+    const __half2 r = __hsub2(*reinterpret_cast<const __half2*>(&v), __floats2half2_rn(1032.0f, 1032.0f));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+  static __device__ __forceinline__ void bytePairs(uint32_t word, uint32_t& p01, uint32_t& p23) {
+    const uint32_t u = word ^ 0x80808080u;
+    const __half2 bias = __floats2half2_rn(1152.0f, 1152.0f);
+    const uint32_t v01 = __byte_perm(u, 0x64646464u, 0x5140), v23 = __byte_perm(u, 0x64646464u, 0x5342);
+    const __half2 r01 = __hsub2(*reinterpret_cast<const __half2*>(&v01), bias);
+    const __half2 r23 = __hsub2(*reinterpret_cast<const __half2*>(&v23), bias);
+    p01 = *reinterpret_cast<const uint32_t*>(&r01);
+    p23 = *reinterpret_cast<const uint32_t*>(&r23);
+  }
+  static __device__ __forceinline__ float2 toFloat2(uint32_t w) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&w));
+  }
+  static __device__ __forceinline__ void store(void* p, int64_t i, float v) {
+    static_cast<__half*>(p)[i] = __float2half_rn(v);
+  }
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+// W: bytes per lane per row per span (span = 4W bytes of a row: 4W int8 or 8W int4 values).
+// NT: 8-row tiles of x (1 for up to 8 rows, 2 for up to 16). GROUPED: scales per group (applied per
+// span) rather than per channel (applied once at the end). ZP: zero points present, so the kernel
+// also sums x over each span: sum (w - z) x = sum w x - z sum x.
+template <int BITS, FloatType T, int W, int NT, bool GROUPED, bool ZP>
+__global__ void __launch_bounds__(kThreads, 2) woqMma(WoqGemv a, int splits, int64_t chunks, int64_t spans) {
+  using M = Mma<T>;
+  constexpr int WORDS = W / 4;                                      // weight words per row per span
+  constexpr int CHUNKS = W / 4;                                     // chunks per span (4W bytes)
+  constexpr int XWORDS = W / 2;                                     // x words per run (W values)
+  constexpr int RUNS = BITS == 8 ? 1 : 2;                           // int4: low and high nibbles
+  constexpr int KPC = BITS == 8 ? 16 : 32;                          // k per chunk
+  __shared__ float part[kWarps][16][NT * 8];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t tiles = (a.n + 15) / 16;
+  const int64_t tile = static_cast<int64_t>(blockIdx.x) * (kWarps / splits) + warp / splits;
+  const int sp = warp % splits;
+  const int64_t row[2] = {tile * 16 + g, tile * 16 + g + 8};
+  // blockIdx.y: which 16 rows of x (more than 16 rows re-read the weight tile, mostly from L2)
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * 16, m = min(a.m - m0, int64_t(16));
+  float acc[NT][4];
+  float xsum[NT];  // per channel with zero points: this lane's share of sum x for token g + 8 nt
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    xsum[nt] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+  }
+  if (tile < tiles) {
+    const int64_t per = (spans + splits - 1) / splits;
+    const int64_t i0 = sp * per, i1 = min(spans, i0 + per);
+    const int lc = (W * t) / 16, off = (W * t) % 16;  // this lane's chunk in the span, byte offset
+    const mma::TileRows rows(a.packed, row, chunks, a.n, off);
+    const uint16_t* xp = static_cast<const uint16_t*>(a.x) + m0 * a.k;
+    for (int64_t it = i0; it < i1; it += kUnroll) {
+      uint32_t wr[kUnroll][2][WORDS];
+      rows.load<CHUNKS>(it, i1, lc, chunks, wr, 0u);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (it + u >= i1) break;
+        const int64_t c = (it + u) * CHUNKS + lc;
+        float d[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) d[nt][i] = 0.0f;
+        }
+        float part_sum[NT];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int64_t tok = g + 8 * nt;
+          uint32_t xw[RUNS][XWORDS];
+          mma::loadRuns(xp, a.k, tok, m, c, chunks, KPC, off, xw);
+          part_sum[nt] = 0.0f;
+          if constexpr (ZP) {
+#pragma unroll
+            for (int r = 0; r < RUNS; ++r) {
+#pragma unroll
+              for (int i = 0; i < XWORDS; ++i) {
+                const float2 f = M::toFloat2(xw[r][i]);
+                part_sum[nt] += f.x + f.y;
+              }
+            }
+          }
+#pragma unroll
+          for (int j = 0; j < WORDS; ++j) {
+            if constexpr (BITS == 8) {
+              uint32_t fa[4];
+              M::bytePairs(wr[u][0][j], fa[0], fa[2]);
+              M::bytePairs(wr[u][1][j], fa[1], fa[3]);
+              M::mma(d[nt], fa, xw[0][2 * j], xw[0][2 * j + 1]);
+            } else {
+#pragma unroll
+              for (int hi = 0; hi < 2; ++hi) {
+                // pairs (byte 0, byte 2) and (byte 1, byte 3) of the low or high nibbles
+                uint32_t fa[4];
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const uint32_t v = wr[u][h][j] >> (4 * hi);
+                  fa[h] = M::nibblePair(v & 0x000F000Fu);
+                  fa[h + 2] = M::nibblePair((v >> 8) & 0x000F000Fu);
+                }
+                const uint32_t x0 = xw[hi][2 * j], x1 = xw[hi][2 * j + 1];
+                M::mma(d[nt], fa, __byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632));
+              }
+            }
+          }
+        }
+        if constexpr (GROUPED) {
+          const int64_t grp = (it + u) * CHUNKS * KPC / a.group_size;
+          float s[2], z[2];
+          mma::rowScales(a.scales, a.zero_points, a.groups, grp, row, a.n, s, z);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            float s0 = 0.0f, s1 = 0.0f;
+            if constexpr (ZP) mma::columnSums(part_sum[nt], t, s0, s1);
+            acc[nt][0] = fmaf(s[0], fmaf(-z[0], s0, d[nt][0]), acc[nt][0]);
+            acc[nt][1] = fmaf(s[0], fmaf(-z[0], s1, d[nt][1]), acc[nt][1]);
+            acc[nt][2] = fmaf(s[1], fmaf(-z[1], s0, d[nt][2]), acc[nt][2]);
+            acc[nt][3] = fmaf(s[1], fmaf(-z[1], s1, d[nt][3]), acc[nt][3]);
+          }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            xsum[nt] += part_sum[nt];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[nt][i] += d[nt][i];
+          }
+        }
+      }
+    }
+  }
+  if constexpr (!GROUPED) {
+    float s[2], z[2];
+    mma::rowScales(a.scales, a.zero_points, 1, 0, row, tile < tiles ? a.n : 0, s, z);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      float s0 = 0.0f, s1 = 0.0f;
+      if constexpr (ZP) mma::columnSums(xsum[nt], t, s0, s1);
+      acc[nt][0] = s[0] * fmaf(-z[0], s0, acc[nt][0]);
+      acc[nt][1] = s[0] * fmaf(-z[0], s1, acc[nt][1]);
+      acc[nt][2] = s[1] * fmaf(-z[1], s0, acc[nt][2]);
+      acc[nt][3] = s[1] * fmaf(-z[1], s1, acc[nt][3]);
+    }
+  }
+  mma::finishTile<NT>(part, acc, sp, splits, tile, tiles, a.n, m, [&](int64_t row, int tok, float y) {
+    if (a.bias != nullptr) y += a.bias[row];
+    M::store(a.y, (m0 + tok) * a.n + row, y);
+  });
+}
+
+template <int BITS, FloatType T, int W, int NT, bool GROUPED>
+cudaError_t launchMma(const WoqGemv& a, cudaStream_t stream) {
+  const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), spans = (chunks + W / 4 - 1) / (W / 4);
+  // Tried on the H100: 8 spans in flight per lane instead of 4 (5-25 % slower at one row, the
+  // same at 16), and splitting K only until ~16 warps per multiprocessor (mixed: from 9 % faster
+  // to 21 % slower by shape).
+  const int splits = mma::splitsFor(spans);
+  const dim3 grid = mma::gridFor(a.n, a.m, splits);
+  if (a.zero_points != nullptr) {
+    woqMma<BITS, T, W, NT, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, chunks, spans);
+  } else {
+    woqMma<BITS, T, W, NT, GROUPED, false><<<grid, kThreads, 0, stream>>>(a, splits, chunks, spans);
+  }
+  return cudaGetLastError();
+}
+
+template <int BITS, FloatType T, int NT>
+cudaError_t bySpan(const WoqGemv& a, cudaStream_t stream) {
+  if (a.groups == 1) return launchMma<BITS, T, 16, NT, false>(a, stream);
+  const int64_t per_byte = BITS == 8 ? 1 : 2;  // k values per byte
+  if (a.group_size % (64 * per_byte) == 0) return launchMma<BITS, T, 16, NT, true>(a, stream);
+  if (a.group_size % (32 * per_byte) == 0) return launchMma<BITS, T, 8, NT, true>(a, stream);
+  return launchMma<BITS, T, 4, NT, true>(a, stream);
+}
+
+template <int BITS, FloatType T>
+cudaError_t byRows(const WoqGemv& a, cudaStream_t stream) {
+  if (a.m > kWoqMmaMaxRows) return cudaErrorInvalidValue;
+  return a.m <= 8 ? bySpan<BITS, T, 1>(a, stream) : bySpan<BITS, T, 2>(a, stream);
+}
+
+}  // namespace
+
+cudaError_t linearWeightOnlyMma(const WoqGemv& a, cudaStream_t stream) {
+  if (a.bits == 8) {
+    return a.xt == FloatType::kBF16 ? byRows<8, FloatType::kBF16>(a, stream) : byRows<8, FloatType::kF16>(a, stream);
+  }
+  return a.xt == FloatType::kBF16 ? byRows<4, FloatType::kBF16>(a, stream) : byRows<4, FloatType::kF16>(a, stream);
+}
+
+}  // namespace pt2q::cuda

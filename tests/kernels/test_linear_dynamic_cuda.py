@@ -1,0 +1,141 @@
+"""quantize_per_token_int8 and linear_w8a8 / linear_w4a8 on CUDA. The per-token codes, scales and
+zero points bit for bit against the CPU kernel and torch's quantized_decomposed pair on random and
+adversarial rows; the linears (the int8 tensor-core GEMV; the reference path for what it does not take)
+against an fp64 product of the CPU's codes and the dequantized weight, within the bound of fp32
+scaling per span, and against the CPU kernel; per-channel and grouped scales, zero points, bias,
+fp32 / bf16 / fp16 x, odd N, K with a partial span, more than 16 rows (grid slices),
+deterministic; a non-finite row; opcheck.
+Runs on the GPU machine; skipped elsewhere."""
+
+import pytest
+import torch
+from torch.library import opcheck
+
+import pt2q  # noqa: F401
+from tests.kernels.test_linear_dynamic import adversarial_rows, torch_per_token
+from tests.kernels.test_linear_woq_cuda import make
+
+pytestmark = pytest.mark.cuda
+P = torch.ops.pt2q
+EPS32 = 2.0 ** -24
+ULP = {torch.float32: 0.0, torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
+
+
+@pytest.fixture(autouse=True)
+def _need_kernels():
+    if not (torch.cuda.is_available()
+            and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::linear_w8a8", "CUDA")):
+        pytest.skip("pt2q was built without its CUDA kernels")
+
+
+@pytest.mark.parametrize("k", [1, 7, 16, 100, 4099])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_per_token_codes_bit_exact(k, dtype):
+    g = torch.Generator().manual_seed(k)
+    x = torch.cat([torch.randn(40, k, generator=g) * torch.logspace(-3, 3, 40).unsqueeze(1), adversarial_rows(k, g)])
+    if dtype != torch.float32:
+        x = x.clamp(-6e4, 6e4).to(dtype)
+    got = P.quantize_per_token_int8(x.cuda())
+    cpu = P.quantize_per_token_int8(x)
+    want = torch_per_token(x.float())
+    for a, b, c in zip(got, cpu, want):
+        assert a.is_cuda and a.dtype == b.dtype and a.shape == b.shape
+        assert torch.equal(a.cpu(), b) and torch.equal(b, c)
+
+
+def test_per_token_non_finite_row_is_an_error_naming_it():
+    x = torch.randn(5, 64, device="cuda")
+    x[3, 7] = float("inf")
+    with pytest.raises(ValueError, match="row 3"):
+        P.quantize_per_token_int8(x)
+
+
+def check(bits, x, w, s, z, bias):
+    op = P.linear_w8a8 if bits == 8 else P.linear_w4a8
+    pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+    packed = pack(w.cuda())
+    dev = lambda t: None if t is None else t.cuda()  # noqa: E731
+    xc = x.cuda()
+    got = op(xc, packed, s.cuda(), dev(z), dev(bias))
+    assert torch.equal(got, op(xc, packed, s.cuda(), dev(z), dev(bias)))  # no atomics
+    n, k = w.shape
+    groups = s.numel() // n
+    wd = w.double().reshape(n, groups, -1)
+    if z is not None:
+        wd = wd - z.double().reshape(n, groups, 1)
+    wd = (wd * s.double().reshape(n, groups, 1)).reshape(n, k)
+    q, sx, zx = P.quantize_per_token_int8(x.reshape(-1, k))  # the CPU's codes
+    xd = (q.double() - zx.double()) * sx
+    want = xd @ wd.t() + (0 if bias is None else bias.double())
+    terms = xd.abs() @ wd.abs().t() + (0 if bias is None else bias.double().abs())
+    lim = 2 * (k + 8) * EPS32 * terms + 2 * ULP[x.dtype] * want.abs() + 1e-30
+    assert got.dtype == x.dtype and got.shape == (*x.shape[:-1], n)
+    err = (got.cpu().double().reshape(want.shape) - want).abs()
+    assert bool((err <= lim).all()), float((err - lim).max())
+    cpu = op(x, pack(w), s, z, bias).double().reshape(want.shape)
+    assert bool(((got.cpu().double().reshape(want.shape) - cpu).abs() <= 2 * lim).all())
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("m", [1, 2, 7, 8, 9, 16, 33, 100])
+def test_rows_and_dtypes(bits, dtype, m):
+    w, s, z = make(bits, 37, 512, 64 if bits == 4 else None, zp=False, seed=m)
+    check(bits, (torch.randn(m, 512) * 3).to(dtype), w, s, z, torch.randn(37))
+
+
+@pytest.mark.parametrize("bits,group", [(8, None), (8, 32), (8, 64), (8, 96), (8, 256), (4, None), (4, 32),
+                                        (4, 64), (4, 96), (4, 128), (4, 256)])
+@pytest.mark.parametrize("zp", [False, True])
+def test_groups_and_zero_points(bits, group, zp):
+    k = 768 if group in (96, 256) else 1024
+    w, s, z = make(bits, 4100, k, group, zp, seed=7)
+    for m in (1, 5, 16):
+        check(bits, torch.randn(m, k).to(torch.bfloat16), w, s, z, None)
+
+
+@pytest.mark.parametrize("bits,k", [(8, 80), (8, 16), (4, 96), (4, 32)])
+@pytest.mark.parametrize("zp", [False, True])
+def test_k_not_a_whole_number_of_spans(bits, k, zp):
+    w, s, z = make(bits, 29, k, None, zp, seed=k)
+    for m in (1, 3, 16):
+        check(bits, torch.randn(m, k), w, s, z, torch.randn(29))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_long_k_several_splits_leading_dims_and_extreme_rows(bits):
+    w, s, z = make(bits, 64, 11008, 128, zp=True, seed=3)
+    check(bits, torch.randn(2, 3, 11008), w, s, z, torch.randn(64))
+    w, s, z = make(bits, 4096, 4096, None, zp=False, seed=4)
+    g = torch.Generator().manual_seed(5)
+    check(bits, adversarial_rows(4096, g)[:12], w, s, z, None)
+
+
+def test_reference_path_for_int8_groups_of_16_and_per_tensor_mode():
+    w, s, z = make(8, 20, 64, 16, zp=True, seed=5)
+    check(8, torch.randn(3, 64), w, s, z, None)
+    w, s, _ = make(8, 20, 256, None, zp=False, seed=6)
+    x = torch.randn(4, 256)
+    got = P.linear_w8a8(x.cuda(), P.pack_weight_int8(w.cuda()), s.cuda(), None, None, 2.0 ** -12)
+    want = P.linear_w8a8(x, P.pack_weight_int8(w), s, None, None, 2.0 ** -12)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_non_finite_row_gives_nan_outputs_without_a_host_sync():
+    # On CUDA the GEMV path does not raise (that would need a sync per call): the row is NaN.
+    w, s, _ = make(8, 40, 256, None, zp=False, seed=8)
+    x = torch.randn(4, 256, device="cuda")
+    x[2, 5] = float("nan")
+    y = P.linear_w8a8(x, P.pack_weight_int8(w.cuda()), s.cuda())
+    assert bool(y[2].isnan().all()) and bool(y[[0, 1, 3]].isfinite().all())
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_opcheck(bits):
+    w, s, z = make(bits, 24, 256, 64, zp=True, seed=9)
+    pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+    op = P.linear_w8a8 if bits == 8 else P.linear_w4a8
+    args = (torch.randn(3, 256, device="cuda", dtype=torch.bfloat16), pack(w.cuda()), s.cuda(), z.cuda(),
+            torch.randn(24, device="cuda"))
+    opcheck(op.default, args)
+    opcheck(P.quantize_per_token_int8.default, (torch.randn(3, 256, device="cuda"),))
