@@ -14,6 +14,7 @@ M = 16 <= 1.3x its own M = 1 time; W8A16 at M = 1 >= 75 % and >= 1.8x bf16 F.lin
 
 from __future__ import annotations
 
+import argparse
 import statistics
 
 import torch
@@ -62,6 +63,11 @@ def copies(make, nbytes):
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--m", default="1,4,16,128,2048", help="rows of x, comma-separated")
+    ap.add_argument("--only", default="", help="time only the ops whose name holds this text (and bf16 F.linear)")
+    args = ap.parse_args()
+    m_list = [int(v) for v in args.m.split(",")]
     bw0 = copy_probe()
     rows = []
     for n, k in SHAPES:
@@ -83,7 +89,7 @@ def main():
             sz = torch.stack([s4.t(), torch.zeros_like(s4.t())], -1).to(torch.bfloat16).contiguous()
         except Exception as e:  # noqa: BLE001
             tiny, sz = None, repr(e)
-        for m in (1, 4, 16, 128, 2048):
+        for m in m_list:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             io = 2 * m * (k + n)
             cases = [("bf16 F.linear", lambda i: F.linear(x, dense[i % len(dense)]), 2 * n * k + io)]
@@ -111,6 +117,8 @@ def main():
                           n * k + m * k + 2 * m * n))
             base = None
             for name, fn, nbytes in cases:
+                if args.only and args.only not in name and name != "bf16 F.linear":
+                    continue
                 try:
                     ms = graph_ms(fn)
                 except Exception as e:  # noqa: BLE001

@@ -37,10 +37,14 @@ __device__ __forceinline__ float loadFloat(const void* p, int64_t i) {
   }
 }
 
+// One block per row, as wide as a block goes: at decode there are few rows, and each thread's
+// loads (two passes over the row) are the kernel's latency.
+constexpr int kQuantThreads = 1024;
+
 template <FloatType T>
-__global__ void __launch_bounds__(256) quantizeTokens(const void* x, int64_t k, TokenCodes out) {
-  __shared__ float lo_s[8], hi_s[8];
-  __shared__ int bad_s[8];
+__global__ void __launch_bounds__(kQuantThreads) quantizeTokens(const void* x, int64_t k, TokenCodes out) {
+  __shared__ float lo_s[kQuantThreads / 32], hi_s[kQuantThreads / 32];
+  __shared__ int bad_s[kQuantThreads / 32];
   __shared__ double inv_s;
   __shared__ int zp_s, bad_row;
   const int64_t row = blockIdx.x;
@@ -48,6 +52,7 @@ __global__ void __launch_bounds__(256) quantizeTokens(const void* x, int64_t k, 
   // min(amin(x), 0) and max(amax(x), 0): starting both at 0 is the same.
   float lo = 0.0f, hi = 0.0f;
   int bad = 0;
+#pragma unroll 4
   for (int64_t i = threadIdx.x; i < k; i += blockDim.x) {
     const float v = loadFloat<T>(x, row * k + i);
     bad |= !isfinite(v);
@@ -85,6 +90,7 @@ __global__ void __launch_bounds__(256) quantizeTokens(const void* x, int64_t k, 
   __syncthreads();
   const bool skip = bad_row != 0;
   const double inv = skip ? 0.0 : inv_s, z = skip ? 0.0 : static_cast<double>(zp_s);
+#pragma unroll 4
   for (int64_t i = threadIdx.x; i < k; i += blockDim.x) {
     int8_t q = 0;
     if (!skip) {
@@ -312,7 +318,7 @@ cudaError_t bySpan(const DynGemv& a, cudaStream_t stream) {
 
 template <FloatType T>
 cudaError_t quantizeAs(const void* x, int64_t m, int64_t k, const TokenCodes& out, cudaStream_t stream) {
-  quantizeTokens<T><<<static_cast<unsigned>(m), 256, 0, stream>>>(x, k, out);
+  quantizeTokens<T><<<static_cast<unsigned>(m), kQuantThreads, 0, stream>>>(x, k, out);
   return cudaGetLastError();
 }
 

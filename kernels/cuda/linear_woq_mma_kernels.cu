@@ -99,8 +99,10 @@ struct Mma<FloatType::kF16> {
 // NT: 8-row tiles of x (1 for up to 8 rows, 2 for up to 16). GROUPED: scales per group (applied per
 // span) rather than per channel (applied once at the end). ZP: zero points present, so the kernel
 // also sums x over each span: sum (w - z) x = sum w x - z sum x.
+// Three blocks per multiprocessor for one x tile (at most 85 registers; measured on the H100 at
+// 1 and 8 rows: 0-9 % faster than two, 2 % slower on 4096 x 11008 int4), two for two tiles.
 template <int BITS, FloatType T, int W, int NT, bool GROUPED, bool ZP>
-__global__ void __launch_bounds__(kThreads, 2) woqMma(WoqGemv a, int splits, int64_t chunks, int64_t spans) {
+__global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, int splits, int64_t chunks, int64_t spans) {
   using M = Mma<T>;
   constexpr int WORDS = W / 4;                                      // weight words per row per span
   constexpr int CHUNKS = W / 4;                                     // chunks per span (4W bytes)
