@@ -1,84 +1,23 @@
-// CUDA kernels of the affine ops: one thread per element, the same fp32 formulas as the
-// CPU microkernels (compiled with --fmad=false so mul and add round separately, as on CPU).
-// Generic over the block layout; issue #8 replaces these with vectorized per-pattern kernels.
+// CUDA kernels of the affine ops, one thread per element for any block layout (the fallback),
+// and the entry points, which take the vectorized kernels (affine_cuda_vec_kernels.cu) wherever
+// the last dimension and the pointers allow. The math is affine_cuda_math.cuh's, shared by both.
 #include "kernels/cuda/affine_cuda_kernels.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "kernels/cuda/affine_cuda_math.cuh"
+#include "kernels/cuda/affine_cuda_vec.h"
 
 namespace pt2q::cuda {
 namespace {
 
-template <typename T>
-__device__ __forceinline__ float toFloat(T v);
-template <>
-__device__ __forceinline__ float toFloat<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <>
-__device__ __forceinline__ float toFloat<__half>(__half v) { return __half2float(v); }
-
-template <typename T>
-__device__ __forceinline__ T fromFloat(float v);
-template <>
-__device__ __forceinline__ float fromFloat<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half_rn(v); }
-
-__device__ __forceinline__ int64_t qparamIndex(const Layout& l, int64_t i) {
-  int64_t q = 0;
-  for (int d = l.ndim - 1; d >= 0; --d) {
-    const int64_t idx = i % l.sizes[d];
-    i /= l.sizes[d];
-    q += (idx / l.block[d]) * l.qstride[d];
-  }
-  return q;
-}
-
-struct Q {
-  float s, z, minv;
-};
-
-__device__ __forceinline__ Q loadQ(const float* scale, const float* zp, int64_t qi, Domain d, float mid) {
-  Q q;
-  q.s = scale[qi];
-  q.z = zp ? zp[qi] : 0.0f;
-  q.minv = (d == Domain::kFloat) ? q.z - q.s * mid : q.z;
-  return q;
-}
-
-__device__ __forceinline__ float unclamped(float x, const Q& q, Domain d, bool has_zp) {
-  if (d == Domain::kFloat) return rintf((x - q.minv) / q.s);
-  const float v = rintf(x * (1.0f / q.s));
-  return has_zp ? v + q.z : v;
-}
-
-// NaN -> lo, as the CPU kernels.
-__device__ __forceinline__ float clampNanLow(float v, float lo, float hi) {
-  v = (v > lo) ? v : lo;
-  return (v < hi) ? v : hi;
-}
-
-__device__ __forceinline__ float dequant(float c, const Q& q, Domain d, bool has_zp, float mid) {
-  if (d == Domain::kFloat) return (c - mid) * q.s + q.z;
-  return has_zp ? (c - q.z) * q.s : c * q.s;
-}
+using namespace affine;  // NOLINT(build/namespaces): the shared device math and vecTakes
 
 template <typename T, typename C>
 __global__ void quantizeKernel(const T* x, C* out, int64_t n, Layout l, const float* scale, const float* zp,
                                Params p) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  const float mid = static_cast<float>(static_cast<double>(p.qmin + p.qmax + 1) / 2);
-  const Q q = loadQ(scale, zp, qparamIndex(l, i), p.domain, mid);
-  const float v = clampNanLow(unclamped(toFloat(x[i]), q, p.domain, zp != nullptr), static_cast<float>(p.qmin),
-                              static_cast<float>(p.qmax));
-  // Through int64: fp32 rounds an int32 qmax of 2^31 - 1 up to 2^31.
-  long long c = static_cast<long long>(v);
-  c = c < p.qmin ? p.qmin : (c > p.qmax ? p.qmax : c);
-  out[i] = static_cast<C>(c);
+  const Q q = loadQ(scale, zp, qparamIndex(l, i), p.domain, codeMid(p));
+  out[i] = quantizeOne<C>(toFloat(x[i]), q, p, zp != nullptr);
 }
 
 template <typename C, typename T>
@@ -86,15 +25,9 @@ __global__ void dequantizeKernel(const C* q, T* out, int64_t n, Layout l, const 
                                  Params p) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  const float mid = static_cast<float>(static_cast<double>(p.qmin + p.qmax + 1) / 2);
+  const float mid = codeMid(p);
   const Q qq = loadQ(scale, zp, qparamIndex(l, i), p.domain, mid);
-  float v;
-  if (p.domain == Domain::kInt && zp != nullptr) {
-    v = static_cast<float>(static_cast<double>(q[i]) - static_cast<double>(qq.z)) * qq.s;
-  } else {
-    v = dequant(static_cast<float>(q[i]), qq, p.domain, zp != nullptr, mid);
-  }
-  out[i] = fromFloat<T>(v);
+  out[i] = fromFloat<T>(dequantizeOne(q[i], qq, p, zp != nullptr, mid));
 }
 
 template <typename T>
@@ -102,15 +35,11 @@ __global__ void fakeQuantizeKernel(const T* x, T* out, bool* mask, int64_t n, La
                                    const float* zp, Params p) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  const float mid = static_cast<float>(static_cast<double>(p.qmin + p.qmax + 1) / 2);
-  const float lo = static_cast<float>(p.qmin), hi = static_cast<float>(p.qmax);
+  const float mid = codeMid(p);
   const Q q = loadQ(scale, zp, qparamIndex(l, i), p.domain, mid);
-  const bool has_zp = zp != nullptr;
-  const float v = unclamped(toFloat(x[i]), q, p.domain, has_zp);
-  // + 0 turns a -0 code (rint(-0.3)) into +0, as an integer code would be (as on CPU).
-  const float c = __fadd_rn(clampNanLow(v, lo, hi), 0.0f);
-  out[i] = fromFloat<T>(dequant(c, q, p.domain, has_zp, mid));
-  if (mask) mask[i] = v >= lo && v <= hi;
+  bool in_range;
+  out[i] = fromFloat<T>(fakeQuantizeOne(toFloat(x[i]), q, p, zp != nullptr, mid, in_range));
+  if (mask) mask[i] = in_range;
 }
 
 constexpr int kThreads = 256;
@@ -146,6 +75,9 @@ cudaError_t dequantizeFrom(const C* q, void* y, FloatType yt, int64_t n, const L
 cudaError_t quantizeAffine(const void* x, FloatType xt, void* q, CodeType qt, int64_t n, const Layout& layout,
                            const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  const void* ptrs[] = {x, q};
+  const int bytes[] = {floatBytes(xt), codeBytes(qt)};
+  if (vecTakes(layout, vecOf(xt), ptrs, bytes, 2)) return quantizeVec(x, xt, q, qt, n, layout, scale, zp, p, stream);
   switch (xt) {
     case FloatType::kF32: return quantizeTo(static_cast<const float*>(x), q, qt, n, layout, scale, zp, p, stream);
     case FloatType::kBF16: return quantizeTo(static_cast<const __nv_bfloat16*>(x), q, qt, n, layout, scale, zp, p, stream);
@@ -157,6 +89,9 @@ cudaError_t quantizeAffine(const void* x, FloatType xt, void* q, CodeType qt, in
 cudaError_t dequantizeAffine(const void* q, CodeType qt, void* y, FloatType yt, int64_t n, const Layout& layout,
                              const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  const void* ptrs[] = {q, y};
+  const int bytes[] = {codeBytes(qt), floatBytes(yt)};
+  if (vecTakes(layout, vecOf(yt), ptrs, bytes, 2)) return dequantizeVec(q, qt, y, yt, n, layout, scale, zp, p, stream);
   switch (qt) {
     case CodeType::kI8: return dequantizeFrom(static_cast<const int8_t*>(q), y, yt, n, layout, scale, zp, p, stream);
     case CodeType::kU8: return dequantizeFrom(static_cast<const uint8_t*>(q), y, yt, n, layout, scale, zp, p, stream);
@@ -170,6 +105,9 @@ cudaError_t dequantizeAffine(const void* q, CodeType qt, void* y, FloatType yt, 
 cudaError_t fakeQuantizeAffine(const void* x, FloatType xt, void* y, bool* mask, int64_t n, const Layout& layout,
                                const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  const void* ptrs[] = {x, y, mask};
+  const int bytes[] = {floatBytes(xt), floatBytes(xt), 1};
+  if (vecTakes(layout, vecOf(xt), ptrs, bytes, 3)) return fakeQuantizeVec(x, xt, y, mask, n, layout, scale, zp, p, stream);
   switch (xt) {
     case FloatType::kF32:
       fakeQuantizeKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), mask, n, layout, scale, zp, p);

@@ -9,8 +9,14 @@ from tests.kernels.inputs import adversarial
 
 pytestmark = pytest.mark.cuda
 
+# A last dimension of whole vectors (8 elements) takes the vectorized kernels: one qparam per
+# vector (per tensor, per channel along axis 0, blocks of 8 / 16 / 32 along the last axis),
+# consecutive qparams (block 1 along the last axis), any other block (3, 12); the others (last
+# dimension 10, 100003, 7) take the one-per-element kernels.
 CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 256), [1, 32]),
-         ((4, 6, 10), [2, 3, 5]), ((1, 100003), [1, 100003]), ((3, 33, 7), [1, 33, 1])]
+         ((4, 6, 10), [2, 3, 5]), ((1, 100003), [1, 100003]), ((3, 33, 7), [1, 33, 1]),
+         ((16, 48), [1, 3]), ((6, 48), [2, 12]), ((2, 3, 16), [1, 3, 1]), ((5, 16), [5, 16]), ((4, 64), [4, 8]),
+         ((3, 40), [1, 8])]
 
 
 def _has_cuda_kernel():
@@ -58,3 +64,22 @@ def test_cuda_fake_quantize_gradient_and_compile():
     assert torch.equal(x.grad, inside.float())
     f = torch.compile(lambda t: torch.ops.pt2q.fake_quantize_affine(t, [32, 64], s, z, torch.int8), fullgraph=True)
     assert torch.equal(f(x.detach()), y.detach())
+
+
+@pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_cuda_misaligned_storage_takes_the_scalar_kernels(in_dtype):
+    # A view that starts one element past a 16-byte boundary: the vectorized kernels would load
+    # across it, so the entry points hand it to the one-per-element kernels; the bits agree.
+    if not _has_cuda_kernel():
+        pytest.skip("pt2q was built without its CUDA kernels")
+    x = adversarial((33, 64), in_dtype).reshape(-1)[1:].reshape(-1)[: 32 * 64].reshape(32, 64)
+    s, z = ops.choose_qparams_affine(x.float().clamp(-1e6, 1e6).nan_to_num(), "asymmetric", [1, 64], torch.int8)
+    xc = torch.empty(32 * 64 + 1, device="cuda", dtype=in_dtype)[1:].view(32, 64)
+    xc.copy_(x)
+    assert xc.data_ptr() % 16 != 0
+    q = ops.quantize_affine(x, [1, 64], s, z, torch.int8)
+    assert torch.equal(q, ops.quantize_affine(xc, [1, 64], s.cuda(), z.cuda(), torch.int8).cpu())
+    f, m = torch.ops.pt2q.fake_quantize_affine_cachemask(x, [1, 64], s, z, torch.int8)
+    fc, mc = torch.ops.pt2q.fake_quantize_affine_cachemask(xc, [1, 64], s.cuda(), z.cuda(), torch.int8)
+    view = torch.int32 if in_dtype == torch.float32 else torch.int16
+    assert torch.equal(f.view(view), fc.cpu().view(view)) and torch.equal(m, mc.cpu())

@@ -1,0 +1,82 @@
+"""Affine quantize / dequantize / fake-quantize on CUDA against the device's memory bandwidth,
+measured in the same run (the issue's goal: affine fake-quantize at >= 80 % of it).
+
+64 Mi-element inputs (4096 rows), fp32 and bf16, int8 codes, asymmetric: per tensor, per channel
+along axis 0 (block [1, K]), per channel along the last axis (block [rows, 1]) and groups of 128
+along the last axis (block [1, 128]). Bytes: input read once and output written once (plus the
+mask for the cachemask variant); the copy probe and the timing are bench_mx_cuda.py's. "ATen" is
+the same fake-quantize written as unfused ATen ops (x / s + z, round, clamp, - z, * s) in the
+same run.
+
+    python benchmarks/kernels/bench_affine_cuda.py [--elements N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+import pt2q  # noqa: F401
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_mx_cuda import copy_probe, time_ms  # noqa: E402
+
+P = torch.ops.pt2q
+
+
+def layouts(rows, cols):
+    return [("per tensor", [rows, cols], (1, 1)), ("per channel axis 0", [1, cols], (rows, 1)),
+            ("per channel last axis", [rows, 1], (1, cols)), ("groups of 128 last axis", [1, 128], (rows, cols // 128))]
+
+
+def cases(n):
+    rows = 4096
+    cols = n // rows
+    out = []
+    for dtype in (torch.float32, torch.bfloat16):
+        x = (torch.randn(rows, cols, device="cuda") * 3).to(dtype)
+        size = x.element_size()
+        tag = str(dtype)[6:]
+        for name, block, qshape in layouts(rows, cols):
+            s = torch.rand(qshape, device="cuda") * 0.05 + 0.01
+            z = torch.randint(-10, 10, qshape, device="cuda", dtype=torch.int32)
+            out.append((f"fake_quantize {tag} {name}",
+                        lambda x=x, b=block, s=s, z=z: P.fake_quantize_affine(x, b, s, z, torch.int8), 2 * n * size))
+            q = P.quantize_affine(x, block, s, z, torch.int8)
+            out.append((f"quantize {tag} -> int8 {name}",
+                        lambda x=x, b=block, s=s, z=z: P.quantize_affine(x, b, s, z, torch.int8), n * size + n))
+            out.append((f"dequantize int8 -> {tag} {name}",
+                        lambda q=q, b=block, s=s, z=z, d=dtype: P.dequantize_affine(q, b, s, z, torch.int8,
+                                                                                   output_dtype=d), n + n * size))
+        s = torch.rand(rows, 1, device="cuda") * 0.05 + 0.01
+        z = torch.randint(-10, 10, (rows, 1), device="cuda", dtype=torch.int32)
+        out.append((f"fake_quantize_cachemask {tag} per channel axis 0",
+                    lambda x=x, s=s, z=z: P.fake_quantize_affine_cachemask(x, [1, cols], s, z, torch.int8),
+                    2 * n * size + n))
+        out.append((f"ATen unfused fake-quantize {tag} per channel axis 0",
+                    lambda x=x, s=s, z=z: ((x / s + z).round().clamp(-128, 127) - z) * s, 2 * n * size))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--elements", type=int, default=64 << 20, help="elements per input (default 64 Mi)")
+    n = ap.parse_args().elements
+    before = copy_probe(4 * n)
+    rows = [(name, time_ms(fn), nbytes) for name, fn, nbytes in cases(n)]
+    after = copy_probe(4 * n)
+    bw = max(before, after)
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; {n} elements; "
+          f"copy probe {before:.0f} / {after:.0f} GB/s (read + write)")
+    print("| case | ms | GB/s | % BW |")
+    print("|---|---|---|---|")
+    for name, ms, nbytes in rows:
+        gbs = nbytes / ms / 1e6
+        print(f"| {name} | {ms:.3f} | {gbs:.0f} | {100 * gbs / bw:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
