@@ -6,17 +6,10 @@
 
 #include "kernels/affine_ops.h"
 #include "kernels/cuda/affine_cuda_kernels.h"
+#include "kernels/cuda/float_type.h"
 
 namespace pt2q {
 namespace {
-
-cuda::FloatType floatType(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return cuda::FloatType::kF32;
-    case at::kBFloat16: return cuda::FloatType::kBF16;
-    default: return cuda::FloatType::kF16;
-  }
-}
 
 cuda::CodeType codeType(at::ScalarType t) {
   switch (t) {
@@ -64,7 +57,7 @@ at::Tensor quantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_siz
   c10::cuda::CUDAGuard guard(input.device());
   const AffineCall c = prepareQuantize(input, block_size, scale, zero_point, output_dtype, quant_min, quant_max,
                                        zero_point_domain);
-  checkLaunch(cuda::quantizeAffine(c.in.const_data_ptr(), floatType(c.in.scalar_type()), c.out.data_ptr(),
+  checkLaunch(cuda::quantizeAffine(c.in.const_data_ptr(), cuda::floatTypeOf(c.in.scalar_type()), c.out.data_ptr(),
                                    codeType(c.out.scalar_type()), c.in.numel(), cudaLayout(c.args.layout, op),
                                    c.args.scale.const_data_ptr<float>(), zpPtr(c.args), cudaParams(c.args),
                                    at::cuda::getCurrentCUDAStream()),
@@ -81,7 +74,7 @@ at::Tensor dequantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_s
   const AffineCall c = prepareDequantize(input, block_size, scale, zero_point, input_dtype, quant_min, quant_max,
                                          zero_point_domain, output_dtype);
   checkLaunch(cuda::dequantizeAffine(c.in.const_data_ptr(), codeType(c.in.scalar_type()), c.out.data_ptr(),
-                                     floatType(output_dtype), c.in.numel(), cudaLayout(c.args.layout, op),
+                                     cuda::floatTypeOf(output_dtype), c.in.numel(), cudaLayout(c.args.layout, op),
                                      c.args.scale.const_data_ptr<float>(), zpPtr(c.args), cudaParams(c.args),
                                      at::cuda::getCurrentCUDAStream()),
               op);
@@ -98,7 +91,7 @@ std::tuple<at::Tensor, at::Tensor> fakeQuantizeCuda(const at::Tensor& input, at:
   c10::cuda::CUDAGuard guard(input.device());
   const AffineCall c = prepareFakeQuantize(input, block_size, scale, zero_point, quant_dtype, quant_min, quant_max,
                                            zero_point_domain, want_mask);
-  checkLaunch(cuda::fakeQuantizeAffine(c.in.const_data_ptr(), floatType(c.in.scalar_type()), c.out.data_ptr(),
+  checkLaunch(cuda::fakeQuantizeAffine(c.in.const_data_ptr(), cuda::floatTypeOf(c.in.scalar_type()), c.out.data_ptr(),
                                        want_mask ? c.mask.data_ptr<bool>() : nullptr, c.in.numel(),
                                        cudaLayout(c.args.layout, op), c.args.scale.const_data_ptr<float>(),
                                        zpPtr(c.args), cudaParams(c.args), at::cuda::getCurrentCUDAStream()),

@@ -8,18 +8,13 @@
 
 #include <vector>
 
+#include "kernels/cuda/float_type.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/linear_dynamic.h"
 #include "kernels/linear_weight_only_args.h"
 
 namespace pt2q {
 namespace {
-
-cuda::FloatType floatType(const at::Tensor& t) {
-  return t.scalar_type() == at::kFloat      ? cuda::FloatType::kF32
-         : t.scalar_type() == at::kBFloat16 ? cuda::FloatType::kBF16
-                                            : cuda::FloatType::kF16;
-}
 
 template <int BITS>
 at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
@@ -41,7 +36,7 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   tc.codes = reinterpret_cast<int8_t*>(work.data_ptr<uint8_t>());
   tc.zero_points = reinterpret_cast<int32_t*>(work.data_ptr<uint8_t>() + codes_bytes);
   tc.scales = reinterpret_cast<float*>(work.data_ptr<uint8_t>() + codes_bytes + 4 * g.m);
-  cudaError_t err = cuda::quantizeTokensInt8(x.const_data_ptr(), floatType(input), g.m, g.k, tc, stream);
+  cudaError_t err = cuda::quantizeTokensInt8(x.const_data_ptr(), cuda::floatTypeOf(input.scalar_type()), g.m, g.k, tc, stream);
   TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
 
   const at::Tensor s = scales.to(at::kFloat).contiguous();
@@ -62,7 +57,7 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   a.m = g.m;
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
   a.y = y.data_ptr();
-  a.yt = floatType(input);
+  a.yt = cuda::floatTypeOf(input.scalar_type());
   err = cuda::linearDynamicGemv(a, stream);
   TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
   return y.reshape(linearOutputShape(input.sizes(), g.n));
@@ -80,7 +75,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantizePerTokenCuda(const at::Te
   at::Tensor sf = at::empty({m}, input.options().dtype(at::kFloat));
   const cuda::TokenCodes tc{codes.data_ptr<int8_t>(), zp.data_ptr<int32_t>(), sf.data_ptr<float>()};
   const cudaError_t err =
-      cuda::quantizeTokensInt8(x.const_data_ptr(), floatType(input), m, k, tc, at::cuda::getCurrentCUDAStream());
+      cuda::quantizeTokensInt8(x.const_data_ptr(), cuda::floatTypeOf(input.scalar_type()), m, k, tc, at::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err == cudaSuccess, "quantize_per_token_int8: CUDA kernel launch failed: ", cudaGetErrorString(err));
   if (m > 0) {
     const at::Tensor bad = sf.isnan();

@@ -7,6 +7,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include "kernels/cuda/float_type.h"
 #include "kernels/cuda/linear_woq_cuda_kernels.h"
 #include "kernels/linear_weight_only_args.h"
 
@@ -39,9 +40,7 @@ at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packe
   a.scales = s.const_data_ptr<float>();
   a.zero_points = z.defined() ? z.const_data_ptr<float>() : nullptr;
   a.x = x.const_data_ptr();
-  a.xt = input.scalar_type() == at::kFloat      ? cuda::FloatType::kF32
-         : input.scalar_type() == at::kBFloat16 ? cuda::FloatType::kBF16
-                                                : cuda::FloatType::kF16;
+  a.xt = cuda::floatTypeOf(input.scalar_type());
   a.m = g.m;
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
   a.y = y.data_ptr();

@@ -1,4 +1,4 @@
-// The weight-only GEMV (linear_woq_cuda_kernels.h). A packed 4-row block is K/chunk chunks of
+// The weight-only GEMV for fp32 x, on CUDA cores (linear_woq_cuda_kernels.h). A packed 4-row block is K/chunk chunks of
 // 64 bytes (4 rows x 16 bytes), so a warp reading 8 consecutive chunks reads 512 contiguous
 // bytes: lane l takes row l % 4 of chunk l / 4, decodes its 16 bytes (16 int8 or 32 int4 values)
 // and multiplies them into every x row. Each group's partial sum is scaled once. Lanes of the
@@ -6,9 +6,6 @@
 // when N is small), the splits are summed in shared memory in a fixed order, so the result does
 // not depend on timing.
 #include "kernels/cuda/linear_woq_cuda_kernels.h"
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <type_traits>
 
@@ -19,48 +16,14 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int64_t kChunkBytes = 64;
 
-template <FloatType K>
-struct X;
-template <>
-struct X<FloatType::kF32> {
+// x in fp32 (bf16 / fp16 x go to the tensor-core kernel): 4 values per 16-byte load.
+struct X {
   static constexpr int kPerVec = 4;
   static __device__ __forceinline__ void load(const void* p, int64_t i, float* out) {
     const float4 v = reinterpret_cast<const float4*>(p)[i];
     out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
   }
   static __device__ __forceinline__ void store(void* p, int64_t i, float v) { static_cast<float*>(p)[i] = v; }
-};
-template <>
-struct X<FloatType::kBF16> {
-  static constexpr int kPerVec = 8;
-  static __device__ __forceinline__ void load(const void* p, int64_t i, float* out) {
-    const uint4 v = reinterpret_cast<const uint4*>(p)[i];
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      out[2 * j] = __uint_as_float(w[j] << 16);
-      out[2 * j + 1] = __uint_as_float(w[j] & 0xFFFF0000u);
-    }
-  }
-  static __device__ __forceinline__ void store(void* p, int64_t i, float v) {
-    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
-  }
-};
-template <>
-struct X<FloatType::kF16> {
-  static constexpr int kPerVec = 8;
-  static __device__ __forceinline__ void load(const void* p, int64_t i, float* out) {
-    const uint4 v = reinterpret_cast<const uint4*>(p)[i];
-    const __half2* h = reinterpret_cast<const __half2*>(&v);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 f = __half22float2(h[j]);
-      out[2 * j] = f.x, out[2 * j + 1] = f.y;
-    }
-  }
-  static __device__ __forceinline__ void store(void* p, int64_t i, float v) {
-    static_cast<__half*>(p)[i] = __float2half_rn(v);
-  }
 };
 
 // The values of one row's 16 bytes of a chunk, in k order. No integer-to-float conversion (a
@@ -91,10 +54,10 @@ __device__ __forceinline__ void decode(const uint4& raw, float* w) {
 }
 
 // ZP: zero points present (each chunk then also sums its x values).
-template <int BITS, FloatType K, int MR, bool ZP>
+template <int BITS, int MR, bool ZP>
 __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t chunks) {
   constexpr int CK = BITS == 8 ? 16 : 32;  // k values per chunk row
-  constexpr int XV = CK / X<K>::kPerVec;   // x vectors per chunk row
+  constexpr int XV = CK / X::kPerVec;   // x vectors per chunk row
   __shared__ float part[kWarps][MR][4];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int r = lane & 3, q = lane >> 2;
@@ -110,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t 
     const int64_t c0 = s * per, c1 = min(chunks, c0 + per);
     const uint4* wb = reinterpret_cast<const uint4*>(a.packed + b * chunks * kChunkBytes);
     const bool live = row < a.n;  // padding rows of the last block hold zero codes
-    const int64_t xrow = a.k / X<K>::kPerVec;  // x vectors per row
+    const int64_t xrow = a.k / X::kPerVec;  // x vectors per row
 #pragma unroll 4
     for (int64_t c = c0 + q; c < c1; c += 8) {
       const uint4 raw = wb[c * 4 + r];
@@ -125,11 +88,11 @@ __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t 
           float d = 0.0f, sx = 0.0f;
 #pragma unroll
           for (int v = 0; v < XV; ++v) {
-            float xf[X<K>::kPerVec];
-            X<K>::load(a.x, m * xrow + c * XV + v, xf);
+            float xf[X::kPerVec];
+            X::load(a.x, m * xrow + c * XV + v, xf);
 #pragma unroll
-            for (int j = 0; j < X<K>::kPerVec; ++j) {
-              d = fmaf(w[v * X<K>::kPerVec + j], xf[j], d);
+            for (int j = 0; j < X::kPerVec; ++j) {
+              d = fmaf(w[v * X::kPerVec + j], xf[j], d);
               if constexpr (ZP) sx += xf[j];
             }
           }
@@ -156,11 +119,11 @@ __global__ void __launch_bounds__(kThreads) gemv(WoqGemv a, int splits, int64_t 
     float t = 0.0f;
     for (int sp = 0; sp < splits; ++sp) t += part[warp + sp][m][rr];
     if (a.bias != nullptr) t += a.bias[out_row];
-    X<K>::store(a.y, m * a.n + out_row, t);
+    X::store(a.y, m * a.n + out_row, t);
   }
 }
 
-template <int BITS, FloatType K>
+template <int BITS>
 cudaError_t launch(const WoqGemv& a, cudaStream_t stream) {
   const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), nb = (a.n + 3) / 4;
   // Enough warps for ~48 per multiprocessor (bytes in flight hide HBM latency); each split keeps
@@ -172,9 +135,9 @@ cudaError_t launch(const WoqGemv& a, cudaStream_t stream) {
   auto go = [&](auto mr) {
     constexpr int MR = decltype(mr)::value;
     if (zp) {
-      gemv<BITS, K, MR, true><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+      gemv<BITS, MR, true><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
     } else {
-      gemv<BITS, K, MR, false><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
+      gemv<BITS, MR, false><<<grid, kThreads, 0, stream>>>(a, splits, chunks);
     }
   };
   if (a.m <= 1) {
@@ -191,21 +154,12 @@ cudaError_t launch(const WoqGemv& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <int BITS>
-cudaError_t byType(const WoqGemv& a, cudaStream_t stream) {
-  switch (a.xt) {
-    case FloatType::kF32: return launch<BITS, FloatType::kF32>(a, stream);
-    case FloatType::kBF16: return launch<BITS, FloatType::kBF16>(a, stream);
-    default: return launch<BITS, FloatType::kF16>(a, stream);
-  }
-}
-
 }  // namespace
 
 cudaError_t linearWeightOnlyGemv(const WoqGemv& a, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return cudaSuccess;
   if (a.xt != FloatType::kF32) return linearWeightOnlyMma(a, stream);
-  return a.bits == 4 ? byType<4>(a, stream) : byType<8>(a, stream);
+  return a.bits == 4 ? launch<4>(a, stream) : launch<8>(a, stream);
 }
 
 }  // namespace pt2q::cuda

@@ -5,15 +5,12 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include "kernels/cuda/float_type.h"
 #include "kernels/cuda/mx_cuda_kernels.h"
 #include "kernels/mx/mx_args.h"
 
 namespace pt2q::mx {
 namespace {
-
-cuda::FloatType floatType(at::ScalarType t) {
-  return t == at::kFloat ? cuda::FloatType::kF32 : (t == at::kBFloat16 ? cuda::FloatType::kBF16 : cuda::FloatType::kF16);
-}
 
 cuda::MxLaunch launchArgs(const MxSpec& spec, const MxShape& shape) {
   cuda::MxLaunch c;
@@ -47,7 +44,7 @@ at::Tensor mxFakeQuantizeCuda(const at::Tensor& x, c10::string_view elem_format,
   at::Tensor y = at::empty_like(xc);
   if (xc.numel() == 0) return y;
   const cuda::MxLaunch c = launchArgs(spec, mxShape(xc, spec));
-  checkLaunch(cuda::mxFakeQuantize(xc.const_data_ptr(), y.data_ptr(), floatType(xc.scalar_type()), c,
+  checkLaunch(cuda::mxFakeQuantize(xc.const_data_ptr(), y.data_ptr(), cuda::floatTypeOf(xc.scalar_type()), c,
                                    at::cuda::getCurrentCUDAStream()),
               "mx_fake_quantize");
   return y;
@@ -66,11 +63,11 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCuda(const at::Tensor& x, c10::stri
     cuda::MxLaunch c = launchArgs(spec, mxShape(xc, spec));
     c.code_bits = layout.bits;
     c.ebits = spec.format.ebits;
-    if (cuda::mxQuantizePackedApplies(xc.const_data_ptr(), floatType(xc.scalar_type()), c, packing(layout))) {
+    if (cuda::mxQuantizePackedApplies(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()), c, packing(layout))) {
       at::Tensor codes = at::empty(codesShape(xc.sizes(), layout),
                                    xc.options().dtype(layout.packed() ? at::kByte : layout.dtype));
       at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
-      checkLaunch(cuda::mxQuantizePacked(xc.const_data_ptr(), floatType(xc.scalar_type()),
+      checkLaunch(cuda::mxQuantizePacked(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()),
                                          static_cast<uint8_t*>(codes.data_ptr()), scales.data_ptr<uint8_t>(), c,
                                          packing(layout), stream),
                   "mx_quantize");
@@ -83,7 +80,7 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCuda(const at::Tensor& x, c10::stri
     cuda::MxLaunch c = launchArgs(spec, mxShape(xc, spec));
     c.code_bits = layout.bits;
     c.ebits = spec.format.ebits;
-    checkLaunch(cuda::mxQuantize(xc.const_data_ptr(), floatType(xc.scalar_type()), codes.data_ptr(),
+    checkLaunch(cuda::mxQuantize(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()), codes.data_ptr(),
                                  scales.data_ptr<uint8_t>(), c, stream),
                 "mx_quantize");
   }
@@ -120,7 +117,7 @@ at::Tensor mxDequantizeCuda(const at::Tensor& codes, const at::Tensor& scales, c
   const std::array<float, 256> t = codeTable(a.format, a.layout);
   std::copy(t.begin(), t.end(), table.v);
   checkLaunch(cuda::mxDequantize(cc.const_data_ptr(), sc.const_data_ptr<uint8_t>(), y.data_ptr(),
-                                 floatType(output_dtype), c, packing(a.layout),
+                                 cuda::floatTypeOf(output_dtype), c, packing(a.layout),
                                  a.layout.packed() ? 1 : static_cast<int>(cc.element_size()), a.sizes.back(), table,
                                  at::cuda::getCurrentCUDAStream()),
               "mx_dequantize");
