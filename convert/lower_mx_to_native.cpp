@@ -41,7 +41,8 @@ std::optional<MxSite> match(const Graph& g, Node* linear) {
   if (dq->target() != "pt2q.mx_dequantize" || d.size() != 7 || !dq->kwargs().empty()) return std::nullopt;
   const at::Tensor* codes = constantOf(g, d[0]);
   const at::Tensor* scales = constantOf(g, d[1]);
-  if (codes == nullptr || scales == nullptr || codes->dim() != 2 || !codes->device().is_cpu() || !isStr(d[2]) ||
+  if (codes == nullptr || scales == nullptr || codes->dim() != 2 ||
+      !(codes->device().is_cpu() || codes->device().is_cuda()) || !isStr(d[2]) ||
       !d[3].is<int64_t>() || !d[4].is<int64_t>() || !d[6].is<c10::ScalarType>()) {
     return std::nullopt;
   }

@@ -96,7 +96,8 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   const at::Tensor* w = constantOf(g, d[0]);
   const at::Tensor* s = constantOf(g, d[1]);
   const at::Tensor* z = constantOf(g, d[2]);
-  if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar || !w->device().is_cpu() ||
+  if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar ||
+      !(w->device().is_cpu() || w->device().is_cuda()) ||
       s->dim() != 1 || s->size(0) != w->size(0) || z->numel() != s->numel() || z->ne(0).any().item<bool>()) {
     return std::nullopt;
   }

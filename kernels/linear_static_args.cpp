@@ -31,8 +31,11 @@ void checkCommon(const char* op, const at::Tensor& input, double input_scale, in
     TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n && at::isFloatingType(bias->scalar_type()), op,
                       ": bias must be a float [", n, "], got ", bias->scalar_type(), " of shape ", bias->sizes());
   }
-  TORCH_CHECK_VALUE(packed.device() == input.device() && weight_scales.device() == input.device(), op,
-                    ": input, packed_weight and weight_scales must be on one device");
+  TORCH_CHECK_VALUE(packed.device() == input.device() && weight_scales.device() == input.device() &&
+                        (!bias.has_value() || bias->device() == input.device()),
+                    op, ": input, packed_weight, weight_scales and bias must be on one device, got ", input.device(),
+                    ", ", packed.device(), ", ", weight_scales.device(), " and ",
+                    bias.has_value() ? bias->device().str() : std::string("no bias"));
 }
 
 void checkPacked(const char* op, const at::Tensor& packed, int64_t n, int64_t k, const char* k_from) {

@@ -9,10 +9,13 @@
 // mma as they are stored; int4 codes (stored v + 8) become signed bytes by a flip and a sign
 // spread. The int32 sums are exact; x's zero point comes out through the row sums of the weight
 // (sum (q - zx) w = sum q w - zx sum w, sums by dp4a), the weight's through the column sums of q.
+// linear_q8 (Q8) is the per-channel int8 case with x's codes given: its sums stay int32 through
+// the split-K reduction, so the requantization sees the exact sum.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cfloat>
+#include <type_traits>
 
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/cuda/mma_tiles.cuh"
@@ -126,18 +129,28 @@ __device__ __forceinline__ void storeOut(void* y, FloatType yt, int64_t i, float
   }
 }
 
+// linear_q8's output code from the exact sum: the CPU kernel's fp32 steps (kernels/cpu/
+// linear_static_cpu.cpp), clamped before rounding so that |v| stays small.
+__device__ __forceinline__ int8_t requantize(const Q8Requant& q, float s_w, int sum, float bias) {
+  const float y = __fadd_rn(__fmul_rn(__fmul_rn(s_w, static_cast<float>(sum)), q.sx), bias);
+  const float v = fminf(fmaxf(__fmul_rn(y, q.inv), q.lo - q.zo - 1.0f), q.hi - q.zo + 1.0f);
+  return static_cast<int8_t>(fminf(fmaxf(rintf(v) + q.zo, q.lo), q.hi));
+}
+
 // W: bytes per lane per row per span (a span is 4W bytes of a row, inside one group). NT: 8-row
 // tiles of x. GROUPED: scales per group, applied per span; else per channel, at the end. ZP: the
-// weight has zero points.
-template <int BITS, int W, int NT, bool GROUPED, bool ZP>
+// weight has zero points. Q8: linear_q8 (per channel, no ZP): int sums out, requantized.
+template <int BITS, int W, int NT, bool GROUPED, bool ZP, bool Q8 = false>
 __global__ void __launch_bounds__(kThreads, 2) dynMma(DynGemv a, int splits, int64_t chunks, int64_t spans) {
+  static_assert(!Q8 || (BITS == 8 && !GROUPED && !ZP), "linear_q8: int8 per channel, symmetric");
+  using Acc = std::conditional_t<Q8, int, float>;
   constexpr int WORDS = W / 4;
   constexpr int CHUNKS = W / 4;
   constexpr int RUNS = BITS == 8 ? 1 : 2;
   constexpr int KPC = BITS == 8 ? 16 : 32;
   constexpr int SPAN_K = CHUNKS * KPC;
   static_assert(BITS == 4 || WORDS % 2 == 0, "an int8 mma takes two words of a row per lane");
-  __shared__ float part[kWarps][16][NT * 8];
+  __shared__ Acc part[kWarps][16][NT * 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
   const int64_t tiles = (a.n + 15) / 16;
@@ -154,17 +167,17 @@ __global__ void __launch_bounds__(kThreads, 2) dynMma(DynGemv a, int splits, int
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int64_t tok = 8 * nt + 2 * t + j;
-      zx[nt][j] = tok < m ? a.x.zero_points[m0 + tok] : 0;
+      zx[nt][j] = tok >= m ? 0 : Q8 ? a.q8.zx : a.x.zero_points[m0 + tok];
     }
   }
-  float acc[NT][4];
+  Acc acc[NT][4];
   int dsum[NT][4];      // per channel: the int32 sums over this warp's whole K range
   int wsum[2] = {0, 0};  // per channel: row sums of the weight codes
   int qsum[NT] = {};    // per channel, ZP: sums of q for token g + 8 nt (this lane's share)
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f, dsum[nt][i] = 0;
+    for (int i = 0; i < 4; ++i) acc[nt][i] = 0, dsum[nt][i] = 0;
   }
   const int64_t per = (spans + splits - 1) / splits;
   const int64_t i0 = sp * per, i1 = min(spans, i0 + per);
@@ -281,15 +294,24 @@ __global__ void __launch_bounds__(kThreads, 2) dynMma(DynGemv a, int splits, int
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int h = i / 2, j = i % 2;
-        const float e = static_cast<float>(dsum[nt][i] - zx[nt][j] * wsum[h]);
-        acc[nt][i] = s[h] * (ZP ? fmaf(-z[h], j ? q1 : q0, e) : e);
+        if constexpr (Q8) {
+          acc[nt][i] = dsum[nt][i] - zx[nt][j] * wsum[h];
+        } else {
+          const float e = static_cast<float>(dsum[nt][i] - zx[nt][j] * wsum[h]);
+          acc[nt][i] = s[h] * (ZP ? fmaf(-z[h], j ? q1 : q0, e) : e);
+        }
       }
     }
   }
-  mma::finishTile<NT>(part, acc, sp, splits, tile, tiles, a.n, m, [&](int64_t r, int tok, float y) {
-    y = y * a.x.scales[m0 + tok];
-    if (a.bias != nullptr) y += a.bias[r];
-    storeOut(a.y, a.yt, (m0 + tok) * a.n + r, y);
+  mma::finishTile<NT>(part, acc, sp, splits, tile, tiles, a.n, m, [&](int64_t r, int tok, Acc y) {
+    if constexpr (Q8) {
+      static_cast<int8_t*>(a.y)[(m0 + tok) * a.n + r] =
+          requantize(a.q8, a.scales[r], y, a.bias != nullptr ? a.bias[r] : 0.0f);
+    } else {
+      y = y * a.x.scales[m0 + tok];
+      if (a.bias != nullptr) y += a.bias[r];
+      storeOut(a.y, a.yt, (m0 + tok) * a.n + r, y);
+    }
   });
 }
 
@@ -298,6 +320,12 @@ cudaError_t launchDyn(const DynGemv& a, cudaStream_t stream) {
   const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), spans = (chunks + W / 4 - 1) / (W / 4);
   const int splits = mma::splitsFor(spans);
   const dim3 grid = mma::gridFor(a.n, a.m, splits);
+  if constexpr (BITS == 8 && !GROUPED) {
+    if (a.q8.on) {
+      dynMma<8, W, NT, false, false, true><<<grid, kThreads, 0, stream>>>(a, splits, chunks, spans);
+      return cudaGetLastError();
+    }
+  }
   if (a.zero_points != nullptr) {
     dynMma<BITS, W, NT, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, chunks, spans);
   } else {
@@ -337,6 +365,7 @@ cudaError_t quantizeTokensInt8(const void* x, FloatType xt, int64_t m, int64_t k
 cudaError_t linearDynamicGemv(const DynGemv& a, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return cudaSuccess;
   if (!linearDynamicGemvTakes(a.bits, a.groups, a.group_size)) return cudaErrorInvalidValue;
+  if (a.q8.on && (a.bits != 8 || a.groups != 1 || a.zero_points != nullptr)) return cudaErrorInvalidValue;
   if (a.bits == 8) return a.m <= 8 ? bySpan<8, 1>(a, stream) : bySpan<8, 2>(a, stream);
   return a.m <= 8 ? bySpan<4, 1>(a, stream) : bySpan<4, 2>(a, stream);
 }

@@ -28,6 +28,14 @@ struct TokenCodes {
 cudaError_t quantizeTokensInt8(const void* x, FloatType xt, int64_t m, int64_t k, const TokenCodes& out,
                                cudaStream_t stream);
 
+/// linear_q8's output: the exact int32 sum of (q - zx) w of each output, then int8 codes
+/// clamp(round(((s_w * sum) * sx + bias) * inv) + zo, lo, hi), in fp32 as the CPU kernel rounds.
+struct Q8Requant {
+  bool on = false;
+  int32_t zx = 0;  // x's zero point (one per tensor; TokenCodes' zero points and scales are unused)
+  float sx = 0.0f, inv = 0.0f, zo = 0.0f, lo = -128.0f, hi = 127.0f;
+};
+
 struct DynGemv {
   const int8_t* packed = nullptr;  // pack_weight_int8 / pack_weight_int4's layout
   int bits = 8;
@@ -38,15 +46,17 @@ struct DynGemv {
   TokenCodes x;  // from quantizeTokensInt8
   int64_t m = 1;  // 1..kDynGemvMaxRows
   const float* bias = nullptr;  // [n] or null
-  void* y = nullptr;  // [m, n] in yt
+  void* y = nullptr;  // [m, n] in yt (int8 codes with q8.on)
   FloatType yt = FloatType::kF32;
+  Q8Requant q8;  // on: linear_q8 (int8 weight per channel, no weight zero points)
 };
 
 /// y = sx (sum_k (q - zx)(w - zw) s_w) + bias: int32 sums per span of a group on tensor cores
 /// (exact), scaled in fp32 in a fixed order (deterministic).
 cudaError_t linearDynamicGemv(const DynGemv& a, cudaStream_t stream);
 
-/// Whether the GEMV takes this weight layout (int8 groups must be a multiple of 32).
+/// Whether the GEMV takes this weight layout (int8 groups must be a multiple of 32). With q8.on:
+/// int8 per channel only.
 inline bool linearDynamicGemvTakes(int bits, int64_t groups, int64_t group_size) {
   return groups == 1 || bits == 4 || group_size % 32 == 0;
 }

@@ -119,9 +119,10 @@ __device__ __forceinline__ void columnSums(float own, int t, float& s0, float& s
 
 // The warp's C fragments (rows g and g + 8, columns 2t and 2t + 1 of each 8-column tile) into
 // shared memory, then the first warp of each tile sums its splits in order and hands out(row,
-// column, sum) each of the tile's 16 x m results. Every thread of the block must call it.
-template <int NT, class Out>
-__device__ __forceinline__ void finishTile(float (&part)[kWarps][16][NT * 8], const float (&acc)[NT][4], int sp,
+// column, sum) each of the tile's 16 x m results. Every thread of the block must call it. T: float,
+// or int for sums that must stay exact.
+template <int NT, class T, class Out>
+__device__ __forceinline__ void finishTile(T (&part)[kWarps][16][NT * 8], const T (&acc)[NT][4], int sp,
                                            int splits, int64_t tile, int64_t tiles, int64_t n, int64_t m, Out out) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -137,7 +138,7 @@ __device__ __forceinline__ void finishTile(float (&part)[kWarps][16][NT * 8], co
     const int r = idx % 16, col = idx / 16;
     const int64_t row = tile * 16 + r;
     if (row >= n) continue;
-    float y = 0.0f;
+    T y = 0;
     for (int k = 0; k < splits; ++k) y += part[warp + k][r][col];
     out(row, col, y);
   }

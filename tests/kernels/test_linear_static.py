@@ -101,12 +101,15 @@ def conv_case(n, c, h, w_, oc, ks, st, pad, dil, seed=0):
     return x, sx, zx, w, sw, b, so, zo, acc
 
 
-@pytest.mark.parametrize("shape", [
+CONV_SHAPES = [  # n, c, h, w, out channels, kernel_size, stride, padding, dilation
     (1, 3, 8, 8, 16, (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 16, 9, 7, 32, (3, 3), (2, 2), (1, 1), (1, 1)),
     (1, 8, 12, 12, 5, (5, 3), (1, 2), (2, 0), (2, 1)),
     (3, 32, 4, 4, 64, (1, 1), (1, 1), (0, 0), (1, 1)),
-])
+]
+
+
+@pytest.mark.parametrize("shape", CONV_SHAPES)
 def test_conv2d_matches_fp64(shape):
     n, c, h, w_, oc, ks, st, pad, dil = shape
     x, sx, zx, w, sw, b, so, zo, acc = conv_case(*shape, seed=c)

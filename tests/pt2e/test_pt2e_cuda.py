@@ -73,3 +73,43 @@ def test_lowered_linears_run_and_compile_on_cuda(name, args, op, dtype):
     cpu, xc = lowered("cpu")
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-3
     torch.testing.assert_close(y.cpu(), cpu(xc), rtol=tol, atol=tol)
+
+
+def test_static_chains_lower_to_the_cuda_kernels():
+    # XNNPACK's static graph on CUDA: the chains become pt2q.conv2d_q8 / linear_q8 (CUDA kernels),
+    # within one step of the final output quantizer of the q/dq model, as on CPU; compile agrees.
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::conv2d_q8", "CUDA"):
+        pytest.skip("pt2q was built without its CUDA kernels")
+    from tests.pt2e.test_lower_static import Net, _xnnpack
+
+    torch.manual_seed(0)
+    model, x = Net().eval().cuda(), torch.randn(4, 3, 8, 8, device="cuda")
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _xnnpack())
+    for _ in range(4):
+        p(torch.randn(4, 3, 8, 8, device="cuda") * 1.5)
+    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    targets = [n.target for n in low.graph.nodes if n.op == "call_function"]
+    P = torch.ops.pt2q
+    assert targets.count(P.conv2d_q8.default) == 3 and targets.count(P.linear_q8.default) == 2, targets
+    final = next(n for n in qdq.graph.nodes if n.op == "output").args[0][0]
+    y = low(x)
+    assert y.is_cuda and float((qdq(x) - y).abs().max()) <= 1.5 * final.args[1]
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(low, fullgraph=True)(x), y)
+
+
+def test_mx_linears_lower_to_the_cuda_kernel():
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::linear_mx", "CUDA"):
+        pytest.skip("pt2q was built without its CUDA kernels")
+    from pt2q.quantizer import MXQuantizationConfig
+    from tests.pt2e.test_mx_quantizer import MLP, data
+    from tests.pt2e.test_mx_quantizer import flow as mx_flow
+
+    x = data((3, 96), 13).cuda()
+    p, c = mx_flow(MLP().eval().cuda(), (x,), MXQuantizationConfig(weight="fp4_e2m1", input_activation="int8"))
+    low = pt2q.convert_pt2e(p, lower_to_native=True)
+    targets = [n.target for n in low.graph.nodes if n.op == "call_function"]
+    assert targets.count(torch.ops.pt2q.linear_mx.default) == 2, targets
+    want, got = c(x).detach(), low(x).detach()
+    assert got.is_cuda
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6 * float(want.abs().max()))

@@ -1,0 +1,90 @@
+"""Static int8 conv2d and linear on CUDA: pt2q.conv2d_q8 / linear_q8 (int8 codes in and out; the
+int8 tensor-core GEMV in its linear_q8 mode, conv2d through an im2col kernel) against, in the same
+run: the float ops they replace (cuDNN / cuBLAS in bf16 and fp32), the quantize/dequantize chain of
+an unlowered XNNPACK graph in eager mode (torch's dequantize_per_tensor -> fp32 op ->
+quantize_per_tensor), pt2q's reference (what these ops ran on CUDA before: fp64 ATen) and, for
+linears with more than 16 rows, torch._int_mm (int8 x int8 -> int32 only, no requantization).
+Shapes are bench_static_q8.py's (the demo's small convolutions, ResNet-style ones, Llama-style
+linears) plus decode rows. Times are medians of CUDA-event timings; "x bf16" is the bf16 float op's
+time over the row's.
+
+    python benchmarks/kernels/bench_static_q8_cuda.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pt2q  # noqa: E402
+from bench_mx_cuda import time_ms  # noqa: E402
+from bench_static_q8 import CONVS  # noqa: E402
+
+P = torch.ops.pt2q
+QD = torch.ops.quantized_decomposed
+REF = pt2q._C.reference
+LINEARS = [(4096, 4096, 1), (4096, 4096, 16), (4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]
+
+
+def conv_rows(n, c, h, oc, k, s):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-128, 128, (n, c, h, h), dtype=torch.int8, generator=g).cuda()
+    w = torch.randint(-127, 128, (oc, c, k, k), dtype=torch.int8, generator=g).cuda()
+    sw, b = torch.rand(oc, device="cuda") * 0.01 + 1e-3, torch.randn(oc, device="cuda")
+    packed = P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(oc, -1).contiguous())
+    xf, wf = (x.float() - 3) * 0.02, w.float() * sw[:, None, None, None]
+    xb, wb, bb = xf.bfloat16(), wf.bfloat16(), b.bfloat16()
+    p = k // 2
+    zeros = torch.zeros(oc, dtype=torch.int64, device="cuda")
+
+    def chain():
+        xd = QD.dequantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8)
+        wd = QD.dequantize_per_channel(w, sw, zeros, 0, -127, 127, torch.int8)
+        return QD.quantize_per_tensor(F.conv2d(xd, wd, b, s, p), 0.05, 0, -128, 127, torch.int8)
+
+    args = (0.02, 3, packed, sw, b, [k, k], [s, s], [p, p], [1, 1], 0.05, 0)
+    return [("F.conv2d bf16", lambda: F.conv2d(xb, wb, bb, s, p)),
+            ("F.conv2d fp32", lambda: F.conv2d(xf, wf, b, s, p)),
+            ("q/dq chain (eager)", chain),
+            ("pt2q reference (fp64)", lambda: REF.conv2d_q8(x, *args, -128, 127)),
+            ("pt2q.conv2d_q8", lambda: P.conv2d_q8(x, *args))]
+
+
+def linear_rows(n, k, m):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(-128, 128, (m, k), dtype=torch.int8, generator=g).cuda()
+    w = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=g).cuda()
+    sw, b = torch.rand(n, device="cuda") * 0.01 + 1e-3, torch.randn(n, device="cuda")
+    packed = P.pack_weight_int8(w)
+    xf, wf = (x.float() - 3) * 0.02, w.float() * sw[:, None]
+    xb, wb, bb = xf.bfloat16(), wf.bfloat16(), b.bfloat16()
+    wt = w.t()
+    rows = [("F.linear bf16", lambda: F.linear(xb, wb, bb)), ("F.linear fp32", lambda: F.linear(xf, wf, b))]
+    if m > 16:
+        rows.append(("torch._int_mm (no requant)", lambda: torch._int_mm(x, wt)))
+    rows += [("pt2q reference (fp64)", lambda: REF.linear_q8(x, 0.02, 3, packed, sw, b, 0.05, 0, -128, 127)),
+             ("pt2q.linear_q8", lambda: P.linear_q8(x, 0.02, 3, packed, sw, b, 0.05, 0))]
+    return rows
+
+
+def main():
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print("| shape | op | us | x bf16 |")
+    print("|---|---|---|---|")
+    groups = [(f"conv2d N={n} C={c} H=W={h} OC={oc} k={k} s={s}", conv_rows(n, c, h, oc, k, s))
+              for n, c, h, oc, k, s in CONVS]
+    groups += [(f"linear N={n} K={k} M={m}", linear_rows(n, k, m)) for n, k, m in LINEARS]
+    for group, rows in groups:
+        times = [(name, time_ms(fn, warmup=5, reps=30)) for name, fn in rows]
+        bf16 = times[0][1]
+        for name, ms in times:
+            print(f"| {group} | {name} | {1000 * ms:.1f} | {bf16 / ms:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

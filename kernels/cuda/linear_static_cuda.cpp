@@ -1,0 +1,121 @@
+// CUDA glue of linear_q8 / conv2d_q8: the shared checks, then the int8 tensor-core GEMV of the
+// dynamic linears in its linear_q8 mode (exact int32 sums, requantized in fp32 as on CPU); conv2d_q8
+// first lays its input out as im2col rows (im2col_cuda_kernels.h). A K over kQ8MaxK takes the
+// reference, whose sums are fp64: past it, int32 sums of (q - zx) w could overflow.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/im2col_cuda_kernels.h"
+#include "kernels/cuda/linear_dynamic_cuda_kernels.h"
+#include "kernels/linear_static.h"
+#include "kernels/linear_weight_only_args.h"
+
+namespace pt2q {
+namespace {
+
+// |q - zx| <= 255 and |w| <= 128: 65536 products stay inside int32.
+constexpr int64_t kQ8MaxK = 65536;
+
+void checkLaunch(cudaError_t err, const char* op) {
+  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
+}
+
+// rows [m, ld] of int8 codes (ld a multiple of 16, 16-byte aligned rows) -> codes [m, n].
+void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, double input_scale,
+                    int64_t input_zero_point, const at::Tensor& packed, const at::Tensor& weight_scales,
+                    const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out) {
+  const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
+  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
+  const at::Tensor pw = packed.contiguous();
+  cuda::DynGemv a;
+  a.packed = pw.const_data_ptr<int8_t>();
+  a.bits = 8;
+  a.n = s.size(0);
+  a.k = ld;
+  a.scales = s.const_data_ptr<float>();
+  a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
+  a.q8.on = true;
+  a.q8.zx = static_cast<int32_t>(input_zero_point);
+  a.q8.sx = static_cast<float>(input_scale);
+  a.q8.inv = static_cast<float>(1.0 / q.scale);
+  a.q8.zo = static_cast<float>(q.zero_point);
+  a.q8.lo = static_cast<float>(q.quant_min);
+  a.q8.hi = static_cast<float>(q.quant_max);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  // The grid takes kDynGemvMaxRows rows of x per launch.
+  for (int64_t r0 = 0; r0 < m; r0 += cuda::kDynGemvMaxRows) {
+    a.m = std::min(cuda::kDynGemvMaxRows, m - r0);
+    a.x.codes = const_cast<int8_t*>(rows + r0 * ld);
+    a.y = out + r0 * a.n;
+    checkLaunch(cuda::linearDynamicGemv(a, stream), op);
+  }
+}
+
+at::Tensor linearQ8Cuda(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                        const at::Tensor& packed, const at::Tensor& weight_scales,
+                        const c10::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point,
+                        int64_t qmin, int64_t qmax) {
+  const char* op = "linear_q8";
+  const Q8Output q{output_scale, output_zero_point, qmin, qmax};
+  const auto [m, k, n] = checkLinearQ8(input, input_scale, input_zero_point, packed, weight_scales, bias, q);
+  if (k > kQ8MaxK) return linearQ8Ref(input, input_scale, input_zero_point, packed, weight_scales, bias, q);
+  const c10::cuda::CUDAGuard guard(input.device());
+  at::Tensor out = at::empty({m, n}, input.options());
+  if (m > 0) {
+    // The GEMV reads rows of x 16 bytes at a time: a K that is not a multiple of 16, or rows not
+    // so aligned, go through a zero-padded copy (the packed weight is zero past K).
+    const int64_t ld = roundUp(k, 16);
+    at::Tensor x = input.reshape({m, k});
+    if (ld != k || !x.is_contiguous() || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) {
+      at::Tensor padded = at::zeros({m, ld}, input.options());
+      padded.slice(1, 0, k).copy_(x);
+      x = padded;
+    }
+    gemvRequantize(op, x.const_data_ptr<int8_t>(), ld, m, input_scale, input_zero_point, packed, weight_scales,
+                   bias, q, out.data_ptr<int8_t>());
+  }
+  return out.reshape(linearOutputShape(input.sizes(), n));
+}
+
+at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                        const at::Tensor& packed, const at::Tensor& weight_scales,
+                        const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                        at::IntArrayRef padding, at::IntArrayRef dilation, double output_scale,
+                        int64_t output_zero_point, int64_t qmin, int64_t qmax) {
+  const char* op = "conv2d_q8";
+  const Q8Output q{output_scale, output_zero_point, qmin, qmax};
+  const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
+                                           kernel_size, stride, padding, dilation, q);
+  if (g.k() > kQ8MaxK) {
+    return conv2dQ8Ref(input, input_scale, input_zero_point, packed, weight_scales, bias, kernel_size, stride,
+                       padding, dilation, q);
+  }
+  const c10::cuda::CUDAGuard guard(input.device());
+  const int64_t rows = g.n * g.oh * g.ow, ld = roundUp(g.k(), 16);
+  // Channels last: one tap of one output pixel is c contiguous bytes.
+  const at::Tensor x = input.permute({0, 2, 3, 1}).contiguous();
+  at::Tensor cols = at::empty({rows, ld}, input.options());
+  cuda::Im2ColQ8 a;
+  a.x = x.const_data_ptr<int8_t>();
+  a.rows = cols.data_ptr<int8_t>();
+  a.n = g.n, a.c = g.c, a.h = g.h, a.w = g.w, a.kh = g.kh, a.kw = g.kw, a.oh = g.oh, a.ow = g.ow;
+  a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw, a.dh = g.dh, a.dw = g.dw;
+  a.ld = ld;
+  a.pad = static_cast<int8_t>(input_zero_point);
+  checkLaunch(cuda::im2colQ8(a, at::cuda::getCurrentCUDAStream()), op);
+  at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
+  gemvRequantize(op, cols.const_data_ptr<int8_t>(), ld, rows, input_scale, input_zero_point, packed, weight_scales,
+                 bias, q, out.data_ptr<int8_t>());
+  return out.permute({0, 3, 1, 2}).contiguous();
+}
+
+}  // namespace
+}  // namespace pt2q
+
+TORCH_LIBRARY_IMPL(pt2q, CUDA, m) {
+  m.impl("linear_q8", &pt2q::linearQ8Cuda);
+  m.impl("conv2d_q8", &pt2q::conv2dQ8Cuda);
+}
