@@ -103,20 +103,26 @@ BlockLayout chooseQParamsLayout(const at::Tensor& input, at::IntArrayRef block_s
   return layout;
 }
 
+void failNonFiniteBlock(const BlockLayout& layout, int64_t first) {
+  C10_THROW_ERROR(ValueError, c10::str("choose_qparams_affine: input has NaN or Inf in block ", first, " of ",
+                                       layout.num_blocks, " (block_size ", formatList(layout.block),
+                                       "); qparams of such a block are undefined"));
+}
+
+double chooseQParamsEps(std::optional<double> eps) {
+  const double e = eps.value_or(kDefaultQParamEps);
+  TORCH_CHECK_VALUE(e >= 0, "choose_qparams_affine: eps must be non-negative, got ", e);
+  return e;
+}
+
 std::tuple<at::Tensor, at::Tensor> finishChooseQParams(const at::Tensor& min_val, const at::Tensor& max_val,
                                                        const BlockLayout& layout, const ChooseQParamsSpec& spec,
                                                        std::optional<double> eps) {
-  const char* op = "choose_qparams_affine";
   if (layout.num_blocks > 0) {
     const at::Tensor bad = at::logical_not(at::isfinite(min_val) & at::isfinite(max_val));
-    if (bad.any().item<bool>()) {
-      const int64_t first = bad.reshape({-1}).nonzero().index({0, 0}).item<int64_t>();
-      TORCH_CHECK_VALUE(false, op, ": input has NaN or Inf in block ", first, " of ", layout.num_blocks,
-                        " (block_size ", formatList(layout.block), "); qparams of such a block are undefined");
-    }
+    if (bad.any().item<bool>()) failNonFiniteBlock(layout, bad.reshape({-1}).nonzero().index({0, 0}).item<int64_t>());
   }
-  const double e = eps.value_or(kDefaultQParamEps);
-  TORCH_CHECK_VALUE(e >= 0, op, ": eps must be non-negative, got ", e);
+  const double e = chooseQParamsEps(eps);
   auto [scale, zp] = qparamsFromMinMax(min_val, max_val, spec.mapping, spec.qdtype, spec.range, e, spec.domain);
   return {scale.reshape(layout.scale_shape).to(spec.scale_dtype),
           zp.reshape(layout.scale_shape).to(spec.zero_point_dtype)};

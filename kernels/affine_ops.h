@@ -96,6 +96,11 @@ std::tuple<at::Tensor, at::Tensor> finishChooseQParams(const at::Tensor& min_val
                                                        const BlockLayout& layout, const ChooseQParamsSpec& spec,
                                                        std::optional<double> eps);
 
+/// choose_qparams_affine's error for a block holding NaN or Inf (`first`: the lowest such block).
+[[noreturn]] void failNonFiniteBlock(const BlockLayout& layout, int64_t first);
+/// eps after its default, checked non-negative.
+double chooseQParamsEps(std::optional<double> eps);
+
 /// Default eps of choose_qparams_affine: torch.finfo(torch.float32).eps, as torch.ao observers.
 constexpr double kDefaultQParamEps = 1.1920928955078125e-07;
 

@@ -191,9 +191,12 @@ std::tuple<at::Tensor, at::Tensor> qparamsFromMinMax(const at::Tensor& min_val, 
   // See Note [Affine qparam rules] in kernels/README.md: torch.ao's observer arithmetic, fp32.
   const double qmin = static_cast<double>(range.qmin), qmax = static_cast<double>(range.qmax);
   const at::Tensor eps_t = at::full({}, eps, min_val.options());
+  // Divisors as tensors on the extrema's device: ATen on CUDA turns a division by a scalar into a
+  // product with its reciprocal, which can differ from the CPU's quotient in the last bit.
+  const auto divisor = [&](double v) { return at::full({}, v, min_val.options()); };
   if (domain == ZeroPointDomain::kFloat) {
     // torchao's tinygemm rule: zero need not be representable; zero point in float domain.
-    at::Tensor scale = at::clamp_min((max_val - min_val) / (qmax - qmin), eps_t);
+    at::Tensor scale = at::clamp_min((max_val - min_val) / divisor(qmax - qmin), eps_t);
     const double mid = (qmax + qmin + 1) / 2;
     at::Tensor zp = min_val + scale * mid;
     return {scale, zp};
@@ -201,29 +204,29 @@ std::tuple<at::Tensor, at::Tensor> qparamsFromMinMax(const at::Tensor& min_val, 
   at::Tensor min_neg = at::minimum(min_val, at::zeros_like(min_val));
   at::Tensor max_pos = at::maximum(max_val, at::zeros_like(max_val));
   if (mapping == MappingType::kAsymmetric) {
-    at::Tensor scale = at::maximum((max_pos - min_neg) / (qmax - qmin), eps_t);
+    at::Tensor scale = at::maximum((max_pos - min_neg) / divisor(qmax - qmin), eps_t);
     at::Tensor zp = at::clamp(range.qmin - at::round(min_neg / scale).to(at::kInt), range.qmin, range.qmax);
     if (domain == ZeroPointDomain::kNone) zp = at::zeros_like(zp);
     return {scale, zp};
   }
   at::Tensor scale;
   if (mapping == MappingType::kSymmetric) {
-    scale = at::maximum(at::maximum(-min_neg, max_pos) / ((qmax - qmin) / 2), eps_t);
+    scale = at::maximum(at::maximum(-min_neg, max_pos) / divisor((qmax - qmin) / 2), eps_t);
   } else {
     // torchao's SYMMETRIC_NO_CLIPPING_ERR: the larger of the two one-sided scales.
-    at::Tensor smin = min_neg / qmin;
-    at::Tensor smax = max_pos / qmax;
+    at::Tensor smin = min_neg / divisor(qmin);
+    at::Tensor smax = max_pos / divisor(qmax);
     scale = at::clamp_min(at::where(smin > smax, smin, smax), eps_t);
   }
+  at::Tensor zp = at::full(scale.sizes(), symmetricZeroPoint(qdtype, range, domain), scale.options().dtype(at::kInt));
+  return {scale, zp};
+}
+
+int64_t symmetricZeroPoint(const QuantDtype& qdtype, const QuantRange& range, ZeroPointDomain domain) {
   // torch.ao: unsigned types centre at 2^(bits-1) on their full range, at (qmin+qmax)//2 on a
   // custom one; signed types at 0.
-  int64_t zp_value = 0;
-  const bool is_unsigned = qdtype.lo == 0;
-  if (is_unsigned && domain != ZeroPointDomain::kNone) {
-    zp_value = range.custom ? (range.qmin + range.qmax) / 2 : (qdtype.hi + 1) / 2;
-  }
-  at::Tensor zp = at::full(scale.sizes(), zp_value, scale.options().dtype(at::kInt));
-  return {scale, zp};
+  if (qdtype.lo != 0 || domain == ZeroPointDomain::kNone) return 0;
+  return range.custom ? (range.qmin + range.qmax) / 2 : (qdtype.hi + 1) / 2;
 }
 
 }  // namespace pt2q

@@ -77,6 +77,9 @@ std::tuple<at::Tensor, at::Tensor> qparamsFromMinMax(const at::Tensor& min_val, 
                                                      const QuantRange& range, double eps,
                                                      ZeroPointDomain domain);
 
+/// The zero point of the symmetric mappings (qparamsFromMinMax): the centre of an unsigned range.
+int64_t symmetricZeroPoint(const QuantDtype& qdtype, const QuantRange& range, ZeroPointDomain domain);
+
 /// Formats an int list as "[a, b, c]" for error messages.
 std::string formatList(at::IntArrayRef v);
 

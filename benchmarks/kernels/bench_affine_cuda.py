@@ -6,7 +6,9 @@ along axis 0 (block [1, K]), per channel along the last axis (block [rows, 1]) a
 along the last axis (block [1, 128]). Bytes: input read once and output written once (plus the
 mask for the cachemask variant); the copy probe and the timing are bench_mx_cuda.py's. "ATen" is
 the same fake-quantize written as unfused ATen ops (x / s + z, round, clamp, - z, * s) in the
-same run.
+same run. choose_qparams_affine reads the input once (its time includes the host sync of its
+NaN / Inf check); its baseline is pt2q's reference in the same run (ATen amin / amax on the
+device), what it ran before it had a kernel.
 
     python benchmarks/kernels/bench_affine_cuda.py [--elements N]
 """
@@ -25,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_mx_cuda import copy_probe, time_ms  # noqa: E402
 
 P = torch.ops.pt2q
+REF = pt2q._C.reference
 
 
 def layouts(rows, cols):
@@ -58,6 +61,11 @@ def cases(n):
                     2 * n * size + n))
         out.append((f"ATen unfused fake-quantize {tag} per channel axis 0",
                     lambda x=x, s=s, z=z: ((x / s + z).round().clamp(-128, 127) - z) * s, 2 * n * size))
+        for name, block, _ in layouts(rows, cols):
+            for who, op in (("reference", REF.choose_qparams_affine), ("pt2q", P.choose_qparams_affine)):
+                out.append((f"choose_qparams {tag} {name} ({who})",
+                            lambda x=x, b=block, op=op: op(x, "asymmetric", b, torch.int8, None, None, None, None,
+                                                           None, "int"), n * size))
     return out
 
 
