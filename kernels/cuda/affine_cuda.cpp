@@ -6,7 +6,7 @@
 
 #include "kernels/affine_ops.h"
 #include "kernels/cuda/affine_cuda_kernels.h"
-#include "kernels/cuda/float_type.h"
+#include "kernels/cuda/glue.h"
 
 namespace pt2q {
 namespace {
@@ -35,15 +35,9 @@ cuda::Layout cudaLayout(const BlockLayout& l, const char* op) {
 }
 
 cuda::Params cudaParams(const AffineArgs& a) {
-  const cuda::Domain d = a.domain == ZeroPointDomain::kFloat ? cuda::Domain::kFloat
-                         : a.domain == ZeroPointDomain::kNone ? cuda::Domain::kNone
-                                                              : cuda::Domain::kInt;
-  return cuda::Params{a.range.qmin, a.range.qmax, d};
+  return cuda::Params{a.range.qmin, a.range.qmax, cuda::domainOf(a.domain)};
 }
 
-void checkLaunch(cudaError_t err, const char* op) {
-  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
-}
 
 const float* zpPtr(const AffineArgs& a) {
   return a.zp.defined() ? a.zp.const_data_ptr<float>() : nullptr;
@@ -57,7 +51,7 @@ at::Tensor quantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_siz
   c10::cuda::CUDAGuard guard(input.device());
   const AffineCall c = prepareQuantize(input, block_size, scale, zero_point, output_dtype, quant_min, quant_max,
                                        zero_point_domain);
-  checkLaunch(cuda::quantizeAffine(c.in.const_data_ptr(), cuda::floatTypeOf(c.in.scalar_type()), c.out.data_ptr(),
+  cuda::checkLaunch(cuda::quantizeAffine(c.in.const_data_ptr(), cuda::floatTypeOf(c.in.scalar_type()), c.out.data_ptr(),
                                    codeType(c.out.scalar_type()), c.in.numel(), cudaLayout(c.args.layout, op),
                                    c.args.scale.const_data_ptr<float>(), zpPtr(c.args), cudaParams(c.args),
                                    at::cuda::getCurrentCUDAStream()),
@@ -73,7 +67,7 @@ at::Tensor dequantizeAffineCuda(const at::Tensor& input, at::IntArrayRef block_s
   c10::cuda::CUDAGuard guard(input.device());
   const AffineCall c = prepareDequantize(input, block_size, scale, zero_point, input_dtype, quant_min, quant_max,
                                          zero_point_domain, output_dtype);
-  checkLaunch(cuda::dequantizeAffine(c.in.const_data_ptr(), codeType(c.in.scalar_type()), c.out.data_ptr(),
+  cuda::checkLaunch(cuda::dequantizeAffine(c.in.const_data_ptr(), codeType(c.in.scalar_type()), c.out.data_ptr(),
                                      cuda::floatTypeOf(output_dtype), c.in.numel(), cudaLayout(c.args.layout, op),
                                      c.args.scale.const_data_ptr<float>(), zpPtr(c.args), cudaParams(c.args),
                                      at::cuda::getCurrentCUDAStream()),
@@ -91,7 +85,7 @@ std::tuple<at::Tensor, at::Tensor> fakeQuantizeCuda(const at::Tensor& input, at:
   c10::cuda::CUDAGuard guard(input.device());
   const AffineCall c = prepareFakeQuantize(input, block_size, scale, zero_point, quant_dtype, quant_min, quant_max,
                                            zero_point_domain, want_mask);
-  checkLaunch(cuda::fakeQuantizeAffine(c.in.const_data_ptr(), cuda::floatTypeOf(c.in.scalar_type()), c.out.data_ptr(),
+  cuda::checkLaunch(cuda::fakeQuantizeAffine(c.in.const_data_ptr(), cuda::floatTypeOf(c.in.scalar_type()), c.out.data_ptr(),
                                        want_mask ? c.mask.data_ptr<bool>() : nullptr, c.in.numel(),
                                        cudaLayout(c.args.layout, op), c.args.scale.const_data_ptr<float>(),
                                        zpPtr(c.args), cudaParams(c.args), at::cuda::getCurrentCUDAStream()),

@@ -10,10 +10,12 @@
 
 #include "kernels/affine_ops.h"
 #include "kernels/cuda/choose_qparams_cuda_kernels.h"
-#include "kernels/cuda/float_type.h"
+#include "kernels/cuda/glue.h"
 
 namespace pt2q {
 namespace {
+
+constexpr const char* kOp = "choose_qparams_affine";
 
 // The elements per qparam block when every block is a run of consecutive elements: block 1 on the
 // leading dimensions, any divisor on one dimension, whole dimensions after it (the qparams are
@@ -36,9 +38,7 @@ cuda::QParamsFromPieces qparamArgs(const ChooseQParamsSpec& spec, double eps) {
   q.mapping = spec.mapping == MappingType::kSymmetric               ? cuda::Mapping::kSymmetric
               : spec.mapping == MappingType::kSymmetricNoClippingErr ? cuda::Mapping::kSymmetricNoClippingErr
                                                                      : cuda::Mapping::kAsymmetric;
-  q.domain = spec.domain == ZeroPointDomain::kFloat ? cuda::Domain::kFloat
-             : spec.domain == ZeroPointDomain::kNone ? cuda::Domain::kNone
-                                                     : cuda::Domain::kInt;
+  q.domain = cuda::domainOf(spec.domain);
   // the fp32 values ATen divides / multiplies by for these double scalars
   q.range = static_cast<float>(qmax - qmin);
   q.half_range = static_cast<float>((qmax - qmin) / 2);
@@ -52,9 +52,6 @@ cuda::QParamsFromPieces qparamArgs(const ChooseQParamsSpec& spec, double eps) {
   return q;
 }
 
-void checkLaunch(cudaError_t err) {
-  TORCH_CHECK(err == cudaSuccess, "choose_qparams_affine: CUDA kernel launch failed: ", cudaGetErrorString(err));
-}
 
 std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineCuda(
     const at::Tensor& input, c10::string_view mapping_type, at::IntArrayRef block_size,
@@ -83,7 +80,7 @@ std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineCuda(
   a.mn = work.data_ptr<float>();
   a.mx = a.mn + a.runs * a.splits;
   auto* first_bad = reinterpret_cast<unsigned long long*>(a.mn + 2 * a.runs * a.splits);
-  checkLaunch(cuda::runMinMax(a, stream));
+  cuda::checkLaunch(cuda::runMinMax(a, stream), kOp);
 
   // qparamsFromMinMax's arithmetic needs a valid eps even when a bad block will throw first.
   const double e = eps.value_or(kDefaultQParamEps);
@@ -102,11 +99,11 @@ std::tuple<at::Tensor, at::Tensor> chooseQParamsAffineCuda(
     q.zp_int = zp.data_ptr<int32_t>();
   }
   q.first_bad = first_bad;
-  checkLaunch(cudaMemsetAsync(first_bad, 0xFF, sizeof(unsigned long long), stream));
-  checkLaunch(cuda::qparamsFromPieces(q, stream));
+  cuda::checkLaunch(cudaMemsetAsync(first_bad, 0xFF, sizeof(unsigned long long), stream), kOp);
+  cuda::checkLaunch(cuda::qparamsFromPieces(q, stream), kOp);
   unsigned long long bad = 0;
-  checkLaunch(cudaMemcpyAsync(&bad, first_bad, sizeof(bad), cudaMemcpyDeviceToHost, stream));
-  checkLaunch(cudaStreamSynchronize(stream));
+  cuda::checkLaunch(cudaMemcpyAsync(&bad, first_bad, sizeof(bad), cudaMemcpyDeviceToHost, stream), kOp);
+  cuda::checkLaunch(cudaStreamSynchronize(stream), kOp);
   if (bad != ~0ULL) failNonFiniteBlock(layout, static_cast<int64_t>(bad));
   chooseQParamsEps(eps);  // its error, after the bad block's as on CPU
   return {scale.reshape(layout.scale_shape).to(spec.scale_dtype),

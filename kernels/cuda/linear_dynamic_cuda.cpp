@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "kernels/cuda/float_type.h"
+#include "kernels/cuda/glue.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/linear_dynamic.h"
 #include "kernels/linear_weight_only_args.h"
@@ -37,7 +37,7 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   tc.zero_points = reinterpret_cast<int32_t*>(work.data_ptr<uint8_t>() + codes_bytes);
   tc.scales = reinterpret_cast<float*>(work.data_ptr<uint8_t>() + codes_bytes + 4 * g.m);
   cudaError_t err = cuda::quantizeTokensInt8(x.const_data_ptr(), cuda::floatTypeOf(input.scalar_type()), g.m, g.k, tc, stream);
-  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
+  cuda::checkLaunch(err, op);
 
   const at::Tensor s = scales.to(at::kFloat).contiguous();
   const at::Tensor z = zero_points.has_value() ? zero_points->to(at::kFloat).contiguous() : at::Tensor();
@@ -59,7 +59,7 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   a.y = y.data_ptr();
   a.yt = cuda::floatTypeOf(input.scalar_type());
   err = cuda::linearDynamicGemv(a, stream);
-  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
+  cuda::checkLaunch(err, op);
   return y.reshape(linearOutputShape(input.sizes(), g.n));
 }
 
@@ -76,7 +76,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantizePerTokenCuda(const at::Te
   const cuda::TokenCodes tc{codes.data_ptr<int8_t>(), zp.data_ptr<int32_t>(), sf.data_ptr<float>()};
   const cudaError_t err =
       cuda::quantizeTokensInt8(x.const_data_ptr(), cuda::floatTypeOf(input.scalar_type()), m, k, tc, at::cuda::getCurrentCUDAStream());
-  TORCH_CHECK(err == cudaSuccess, "quantize_per_token_int8: CUDA kernel launch failed: ", cudaGetErrorString(err));
+  cuda::checkLaunch(err, "quantize_per_token_int8");
   if (m > 0) {
     const at::Tensor bad = sf.isnan();
     if (bad.any().item<bool>()) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/glue.h"
 #include "kernels/cuda/im2col_cuda_kernels.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/linear_static.h"
@@ -19,9 +20,6 @@ namespace {
 // |q - zx| <= 255 and |w| <= 128: 65536 products stay inside int32.
 constexpr int64_t kQ8MaxK = 65536;
 
-void checkLaunch(cudaError_t err, const char* op) {
-  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
-}
 
 // rows [m, ld] of int8 codes (ld a multiple of 16, 16-byte aligned rows) -> codes [m, n].
 void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, double input_scale,
@@ -50,7 +48,7 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
     a.m = std::min(cuda::kDynGemvMaxRows, m - r0);
     a.x.codes = const_cast<int8_t*>(rows + r0 * ld);
     a.y = out + r0 * a.n;
-    checkLaunch(cuda::linearDynamicGemv(a, stream), op);
+    cuda::checkLaunch(cuda::linearDynamicGemv(a, stream), op);
   }
 }
 
@@ -105,7 +103,7 @@ at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
   a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw, a.dh = g.dh, a.dw = g.dw;
   a.ld = ld;
   a.pad = static_cast<int8_t>(input_zero_point);
-  checkLaunch(cuda::im2colQ8(a, at::cuda::getCurrentCUDAStream()), op);
+  cuda::checkLaunch(cuda::im2colQ8(a, at::cuda::getCurrentCUDAStream()), op);
   at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
   gemvRequantize(op, cols.const_data_ptr<int8_t>(), ld, rows, input_scale, input_zero_point, packed, weight_scales,
                  bias, q, out.data_ptr<int8_t>());

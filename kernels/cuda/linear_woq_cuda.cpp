@@ -7,7 +7,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include "kernels/cuda/float_type.h"
+#include "kernels/cuda/glue.h"
 #include "kernels/cuda/linear_woq_cuda_kernels.h"
 #include "kernels/linear_weight_only_args.h"
 
@@ -46,7 +46,7 @@ at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packe
   a.y = y.data_ptr();
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const cudaError_t err = cuda::linearWeightOnlyGemv(a, at::cuda::getCurrentCUDAStream());
-  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
+  cuda::checkLaunch(err, op);
   return y.reshape(linearOutputShape(input.sizes(), g.n));
 }
 

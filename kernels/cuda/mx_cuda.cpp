@@ -5,7 +5,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include "kernels/cuda/float_type.h"
+#include "kernels/cuda/glue.h"
 #include "kernels/cuda/mx_cuda_kernels.h"
 #include "kernels/mx/mx_args.h"
 
@@ -30,9 +30,6 @@ cuda::MxPacking packing(const CodeLayout& l) {
   return p;
 }
 
-void checkLaunch(cudaError_t err, const char* op) {
-  TORCH_CHECK(err == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorString(err));
-}
 
 at::Tensor mxFakeQuantizeCuda(const at::Tensor& x, c10::string_view elem_format, int64_t block_size, int64_t axis,
                               c10::string_view rounding, c10::string_view scale_mode, bool flush_fp32_subnorms,
@@ -44,7 +41,7 @@ at::Tensor mxFakeQuantizeCuda(const at::Tensor& x, c10::string_view elem_format,
   at::Tensor y = at::empty_like(xc);
   if (xc.numel() == 0) return y;
   const cuda::MxLaunch c = launchArgs(spec, mxShape(xc, spec));
-  checkLaunch(cuda::mxFakeQuantize(xc.const_data_ptr(), y.data_ptr(), cuda::floatTypeOf(xc.scalar_type()), c,
+  cuda::checkLaunch(cuda::mxFakeQuantize(xc.const_data_ptr(), y.data_ptr(), cuda::floatTypeOf(xc.scalar_type()), c,
                                    at::cuda::getCurrentCUDAStream()),
               "mx_fake_quantize");
   return y;
@@ -67,7 +64,7 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCuda(const at::Tensor& x, c10::stri
       at::Tensor codes = at::empty(codesShape(xc.sizes(), layout),
                                    xc.options().dtype(layout.packed() ? at::kByte : layout.dtype));
       at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
-      checkLaunch(cuda::mxQuantizePacked(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()),
+      cuda::checkLaunch(cuda::mxQuantizePacked(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()),
                                          static_cast<uint8_t*>(codes.data_ptr()), scales.data_ptr<uint8_t>(), c,
                                          packing(layout), stream),
                   "mx_quantize");
@@ -80,14 +77,14 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCuda(const at::Tensor& x, c10::stri
     cuda::MxLaunch c = launchArgs(spec, mxShape(xc, spec));
     c.code_bits = layout.bits;
     c.ebits = spec.format.ebits;
-    checkLaunch(cuda::mxQuantize(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()), codes.data_ptr(),
+    cuda::checkLaunch(cuda::mxQuantize(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()), codes.data_ptr(),
                                  scales.data_ptr<uint8_t>(), c, stream),
                 "mx_quantize");
   }
   if (!layout.packed()) return {codes.view(layout.dtype), scales};
   at::Tensor packed = at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte));
   const int64_t len = xc.size(-1);
-  checkLaunch(cuda::mxPackCodes(codes.const_data_ptr<uint8_t>(), packed.data_ptr<uint8_t>(),
+  cuda::checkLaunch(cuda::mxPackCodes(codes.const_data_ptr<uint8_t>(), packed.data_ptr<uint8_t>(),
                                 len == 0 ? 0 : xc.numel() / len, len, packing(layout), stream),
               "mx_quantize");
   return {packed, scales};
@@ -116,7 +113,7 @@ at::Tensor mxDequantizeCuda(const at::Tensor& codes, const at::Tensor& scales, c
   cuda::MxCodeTable table;
   const std::array<float, 256> t = codeTable(a.format, a.layout);
   std::copy(t.begin(), t.end(), table.v);
-  checkLaunch(cuda::mxDequantize(cc.const_data_ptr(), sc.const_data_ptr<uint8_t>(), y.data_ptr(),
+  cuda::checkLaunch(cuda::mxDequantize(cc.const_data_ptr(), sc.const_data_ptr<uint8_t>(), y.data_ptr(),
                                  cuda::floatTypeOf(output_dtype), c, packing(a.layout),
                                  a.layout.packed() ? 1 : static_cast<int>(cc.element_size()), a.sizes.back(), table,
                                  at::cuda::getCurrentCUDAStream()),
