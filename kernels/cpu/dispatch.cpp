@@ -121,6 +121,14 @@ const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
 #endif
 }
 
+const LinearW4F32Kernels* linearW4F32Kernel() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return affineKernels().isa == Isa::kAvx512 ? linearW4F32Avx512() : nullptr;
+#else
+  return nullptr;
+#endif
+}
+
 const LinearMxKernels* linearMxKernels(MxUnitKind kind) {
 #if defined(__x86_64__) || defined(_M_X64)
   if (affineKernels().isa != Isa::kAvx512) return nullptr;

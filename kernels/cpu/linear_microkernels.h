@@ -84,6 +84,19 @@ struct LinearW4Bf16Kernels {
 /// avx512 does not), else nullptr.
 const LinearW4Bf16Kernels* linearW4Bf16Kernel();
 
+/// W4A16 for fp32 activations (AVX-512, nibbles decoded by `vpermps`). `prepare_x` permutes `rows`
+/// rows of fp32 x (padded to kp, a multiple of 32) into the order `block4` reads: within each
+/// 32-value chunk, xperm[4p + q] = x[4q + p/2 + 16(p%2)]. `block4` runs linear_w4a16's block of
+/// 4 rows ("n4k32") against 1 or 2 such rows with the signed codes v = u - 8:
+///   out[m * 4 + r] = sum_g scales[r * s_stride + g] * sum_{k in g} v[r][k] * x[m][k]
+/// (fp32 products and sums; the caller subtracts s * zp * sum(x) when there are zero points).
+struct LinearW4F32Kernels {
+  void (*prepare_x)(const float* x, int64_t rows, int64_t kp, float* xperm);
+  LinearW4Block4Fn block4;
+};
+/// Those kernels when the ISA in use is AVX-512, else nullptr.
+const LinearW4F32Kernels* linearW4F32Kernel();
+
 const LinearKernels& linearKernels();
 /// Every table this CPU can run (tests compare them).
 std::vector<const LinearKernels*> availableLinearKernels();
@@ -95,6 +108,7 @@ const LinearKernels& linearKernelsAvx512();
 /// AVX-512 with VNNI (`vpdpbusd`) for the int8-activation kernels.
 const LinearKernels& linearKernelsAvx512Vnni();
 const LinearW4Bf16Kernels* linearW4Bf16Avx512();
+const LinearW4F32Kernels* linearW4F32Avx512();
 #endif
 
 }  // namespace pt2q::cpu

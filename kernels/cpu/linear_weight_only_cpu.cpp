@@ -170,8 +170,16 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
   } else {
     const at::Tensor xp = xpad.to(at::kFloat);
     const auto& table = cpu::linearKernels();
-    const auto fn = Bits == 4 ? table.w4_block4 : table.w8_block4;
-    const float* xf = xp.const_data_ptr<float>();
+    // int4 on AVX-512: nibbles decode by table lookup to the signed codes, from x in the
+    // kernel's order; the other ISAs multiply the stored u = v + 8.
+    const cpu::LinearW4F32Kernels* w4f32 = Bits == 4 ? cpu::linearW4F32Kernel() : nullptr;
+    at::Tensor xperm;
+    if (w4f32 != nullptr) {
+      xperm = at::empty_like(xp);
+      w4f32->prepare_x(xp.const_data_ptr<float>(), m, kp, xperm.data_ptr<float>());
+    }
+    const auto fn = w4f32 != nullptr ? w4f32->block4 : Bits == 4 ? table.w4_block4 : table.w8_block4;
+    const float* xf = (w4f32 != nullptr ? xperm : xp).const_data_ptr<float>();
     const float* sp = s.const_data_ptr<float>();
     const int64_t block_bytes = kPackRows * kp * Bits / 8, gs = g.groups;
     runBlocks(
@@ -180,8 +188,9 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
         },
         m, n, out.data_ptr<float>());
     // sum_k (v - zp) s x = sum_k u s x - sum_g s (zp + offset) (sum_{k in g} x), where the kernels
-    // multiplied the stored u = v + offset (offset 8 for int4 nibbles, 0 for int8).
-    const double offset = Bits == 4 ? 8.0 : 0.0;
+    // multiplied the stored u = v + offset (offset 8 for int4 nibbles read as stored, 0 for int8
+    // and for the table-decoded nibbles).
+    const double offset = Bits == 4 && w4f32 == nullptr ? 8.0 : 0.0;
     if (zp.defined() || offset != 0.0) {
       const at::Tensor shift = zp.defined() ? zp + offset : at::full_like(s, offset);
       const at::Tensor xsum = xp.slice(1, 0, k).reshape({m, g.groups, g.group_size}).sum(-1);  // [m, groups]

@@ -45,8 +45,9 @@ def bound(x, w, scales, zps, bias, out_dtype, ref, bits):
     kernels' decode offset and its correction, counted too); a bf16/fp16 output adds one rounding."""
     n, k = w.shape
     s = scales.reshape(n, -1).repeat_interleave(k // scales.reshape(n, -1).shape[1], dim=1)
-    # int4: the fp32 kernels multiply u = v + 8 and subtract 8 * sum(x); the AVX512_BF16 kernel
-    # multiplies 128 + u and subtracts 136 * sum(x), so its terms are up to 288 + |v| times |x|.
+    # int4: the generic and AVX2 fp32 kernels multiply u = v + 8 and subtract 8 * sum(x) (the
+    # AVX-512 one multiplies v); the AVX512_BF16 kernel multiplies 128 + u and subtracts
+    # 136 * sum(x), so its terms are up to 288 + |v| times |x|.
     mag = w.float().abs() + ((288 if out_dtype == torch.bfloat16 else 16) if bits == 4 else 0)
     if zps is not None:
         z = zps.reshape(n, -1).repeat_interleave(k // zps.reshape(n, -1).shape[1], dim=1)
@@ -122,6 +123,28 @@ def test_w4_bf16_rows_under_cancellation(n, k, groups, m):
             zps[1::2] = -8
         for xs in (x.float().abs() * 300, -x.float().abs(), x.float() * 1e-30):
             check(w, scales, zps, b, xs.to(torch.bfloat16), bits=4)
+
+
+@pytest.mark.skipif(not _C.info.linear_cpu_kernels().startswith("avx512"), reason="AVX-512 only")
+@pytest.mark.parametrize("m", [1, 2, 3])
+@pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (13, 96, 3)])
+def test_w4_f32_table_kernel_multiplies_signed_codes(n, k, groups, m):
+    """fp32 x of few rows on AVX-512 decodes nibbles by table to v itself, so the error is bounded
+    by the terms |v| |x| s alone (no decode offset), against the exact fp64 result; x of one sign
+    and large magnitude, ragged K, a partial last block of rows, every code from -8 to 7."""
+    for zp in (False, True):
+        w, scales, zps, b, x = make(n, k, groups, zp, True, torch.float32, (m,), seed=n + m, bits=4)
+        w.view(-1)[:16] = torch.arange(-8, 8, dtype=torch.int8)
+        ng = scales.reshape(n, -1).shape[1]
+        s = scales.reshape(n, ng).double().repeat_interleave(k // ng, dim=1)
+        z = 0 if zps is None else zps.reshape(n, ng).double().repeat_interleave(k // ng, dim=1)
+        for xs in (x.abs() * 300, -x.abs(), x * 1e-30, x):
+            got = P.linear_w4a16(xs, P.pack_weight_int4(w), scales, zps, b).double()
+            want = xs.double() @ ((w.double() - z) * s).t() + b.double()
+            mag = w.double().abs() + (z.abs() if zps is not None else 0)
+            terms = xs.double().abs() @ (mag * s).t() + b.double().abs()
+            lim = 2 * (k + 2) * EPS32 * terms + 1e-300
+            assert bool(((got - want).abs() <= lim).all()), ((got - want).abs() / lim).max()
 
 
 def test_extreme_codes_and_zero_input():

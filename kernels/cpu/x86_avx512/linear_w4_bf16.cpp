@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/linear_microkernels.h"
+#include "kernels/cpu/x86_avx512/row_lanes.h"
 
 namespace pt2q::cpu {
 namespace {
@@ -31,13 +32,6 @@ inline __m512bh decode(__m512i words, __m512i nib, __m512i base) {
 
 inline __m512bh xq(const uint16_t* p) {
   return (__m512bh)_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// Lanes 4r..4r+3 = v[r * stride].
-inline __m512 perRow(const float* v, int64_t stride) {
-  const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-  const __m128 four = _mm_set_ps(v[3 * stride], v[2 * stride], v[stride], v[0]);
-  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(four));
 }
 
 template <int MX>
@@ -75,9 +69,9 @@ void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks
       for (int u = 0; u < kUnroll; ++u) step(c + u, acc[u]);
     }
     for (; c < c1; ++c) step(c, acc[0]);
-    const __m512 s = perRow(scales + g, s_stride);
+    const __m512 s = row_lanes::perRow(scales + g, s_stride);
     // Each of a row's 4 lanes takes a quarter of its (136 + zp) * sum(x) correction.
-    const __m512 q = offsets == nullptr ? quarter_offset : perRow(offsets + g, s_stride);
+    const __m512 q = offsets == nullptr ? quarter_offset : row_lanes::perRow(offsets + g, s_stride);
     for (int m = 0; m < MX; ++m) {
       __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][m][0], acc[0][m][1]), _mm512_add_ps(acc[0][m][2], acc[0][m][3]));
       for (int u = 1; u < kUnroll; ++u) {
@@ -88,14 +82,7 @@ void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks
       tot[m] = _mm512_fmadd_ps(a, s, tot[m]);
     }
   }
-  for (int m = 0; m < MX; ++m) {
-    alignas(64) float l[16];
-    _mm512_store_ps(l, tot[m]);
-    for (int r = 0; r < 4; ++r) {
-      const float* e = l + 4 * r;
-      out[m * 4 + r] = (e[0] + e[1]) + (e[2] + e[3]);
-    }
-  }
+  row_lanes::storeRowSums<MX>(tot, out);
 }
 
 void block4Rows(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
