@@ -51,7 +51,7 @@ at::Tensor linearDynamicCpu(const at::Tensor& input, const at::Tensor& packed, c
   std::vector<int32_t> zx(m);
   if (per_tensor_eps.has_value()) {
     // One scale for all rows: torch's own ops choose and apply it (same kernels, same codes).
-    const auto [codes, scale, zp] = quantizePerTensorRef(op, x, *per_tensor_eps);
+    const auto [codes, scale, zp] = quantizePerTensorRef(op, input.reshape({m, k}), *per_tensor_eps);
     xu.slice(1, 0, k).copy_(codes.view(at::kByte).bitwise_xor(128));
     std::fill(sx.begin(), sx.end(), scale);
     std::fill(zx.begin(), zx.end(), static_cast<int32_t>(zp));

@@ -54,14 +54,19 @@ std::tuple<at::Tensor, double, int64_t> quantizePerTensorRef(const char* op, con
     const at::Tensor bad = x.reshape({-1, k}).isfinite().logical_not().any(-1);
     if (bad.any().item<bool>()) failNonFiniteToken(op, input, bad.nonzero().index({0, 0}).item<int64_t>());
   }
-  // determine_qparams for per_tensor_affine, in fp32 as torch computes it.
-  const auto [lo, hi] = x.numel() > 0 ? at::aminmax(x) : std::make_tuple(at::zeros({}, x.options()), at::zeros({}, x.options()));
-  const at::Tensor mn = at::minimum(lo, at::zeros({}, x.options())), mx = at::maximum(hi, at::zeros({}, x.options()));
-  const at::Tensor scale = at::maximum((mx - mn) / at::full({}, 255.0, x.options()), at::full({1}, eps, x.options()));
+  // determine_qparams for per_tensor_affine as torch computes it from a bf16/fp16 input too: min,
+  // max, their difference and its 255th part are rounded to the input's dtype, and only the fp32
+  // eps promotes the scale to fp32 (the zero point then divides in fp32).
+  const at::TensorOptions in = input.options();
+  const at::Tensor zero = at::zeros({}, in);
+  const auto [lo, hi] = input.numel() > 0 ? at::aminmax(input) : std::make_tuple(zero, zero);
+  const at::Tensor mn = at::minimum(lo, zero), mx = at::maximum(hi, zero);
+  const at::Tensor scale =
+      at::maximum((mx - mn) / at::full({}, 255.0, in), at::full({1}, eps, in.dtype(at::kFloat)));
   const at::Tensor zp = (-128 - at::round(mn / scale).to(at::kInt)).clamp(-128, 127);
   const double s = scale.item<float>();
   const int64_t z = zp.item<int64_t>();
-  // quantize_per_tensor: x * (1.0 / scale), the factor taken to fp32 as a scalar operand is.
+  // quantize_per_tensor: x upcast to fp32, times 1.0 / scale taken to fp32 as a scalar operand is.
   const at::Tensor codes = x.mul(1.0 / s).round().add(z).clamp(-128, 127).to(at::kChar);
   return {codes, s, z};
 }

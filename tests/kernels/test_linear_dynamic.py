@@ -192,22 +192,25 @@ def test_errors_name_the_argument_and_row():
 
 
 def torch_per_tensor_chain(x, eps):
-    """XNNPACK's dynamic activation chain, with torch's ops: one scale for the whole input."""
-    xf = x.float()
-    s, z = D.choose_qparams.tensor(xf, -128, 127, eps, torch.int8)
-    q = D.quantize_per_tensor.tensor(xf, s, z, -128, 127, torch.int8)
+    """XNNPACK's dynamic activation chain, with torch's ops on x in its own dtype (a bf16/fp16
+    model's graph chooses its qparams in that dtype): one scale for the whole input."""
+    s, z = D.choose_qparams.tensor(x, -128, 127, eps, torch.int8)
+    q = D.quantize_per_tensor.tensor(x, s, z, -128, 127, torch.int8)
     return D.dequantize_per_tensor.tensor(q, s, z, -128, 127, torch.int8).double()
 
 
 @pytest.mark.parametrize("bits", BITS)
 @pytest.mark.parametrize("m_shape", [(1,), (7,), (3, 50)])
 @pytest.mark.parametrize("eps", [2.0 ** -12, torch.finfo(torch.float32).eps])
-def test_per_tensor_mode_matches_the_xnnpack_dynamic_chain(bits, m_shape, eps):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_per_tensor_mode_matches_the_xnnpack_dynamic_chain(bits, m_shape, eps, dtype):
     """per_tensor_eps: the activation codes of torch's choose_qparams.tensor -> quantize_per_tensor
-    (compared through the linear: a code off by one moves the output far past the bound)."""
+    (compared through the linear: a code off by one moves the output far past the bound); for
+    bf16/fp16 x the scale rounds to that dtype as torch's does."""
     w, scales, zps, b, x = make(40, 128, 0 if bits == 8 else 4, bits == 4, True, torch.float32, m_shape,
                                 seed=len(m_shape), bits=bits)
     x[..., 3] = 0.0
+    x = x.to(dtype)
     packed = getattr(P, f"pack_weight_int{bits}")(w)
     n, k = w.shape
     xd = torch_per_tensor_chain(x.reshape(-1, k), eps)
@@ -218,9 +221,11 @@ def test_per_tensor_mode_matches_the_xnnpack_dynamic_chain(bits, m_shape, eps):
     want = xd @ wd.t() + b.double()
     mag = w.double().abs() + (wz.double().abs().repeat_interleave(k // groups, 1))
     terms = xd.abs() @ (mag * scales.reshape(n, groups).double().repeat_interleave(k // groups, 1)).t() + b.abs()
-    lim = 2 * (groups + 8) * EPS32 * terms + 1e-30
+    # a bf16/fp16 output adds its one rounding
+    lim = 2 * (groups + 8) * EPS32 * terms + ULP[dtype] * want.abs() * 2 + 1e-30
     for fn in (getattr(P, f"linear_w{bits}a8"), getattr(REF, f"linear_w{bits}a8")):
         got = fn(x, packed, scales, zps, b, per_tensor_eps=eps)
+        assert got.dtype == dtype
         err = (got.reshape(-1, n).double() - want).abs()
         assert bool((err <= lim).all()), (err - lim).max()
 

@@ -129,3 +129,30 @@ def test_xnnpack_dynamic_chain_lowers_to_per_tensor_w8a8():
     ep = torch.export.export(low, (x,))
     assert torch.equal(ep.module()(x), b)
     assert torch.equal(torch.compile(low)(x), b)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_xnnpack_dynamic_chain_of_a_half_model_keeps_torchs_codes(dtype):
+    """A bf16/fp16 model's dynamic chain chooses its per-tensor qparams in that dtype (torch's
+    determine_qparams rounds the scale to it before eps promotes it); the lowered linear_w8a8
+    uses the same codes: its output is within fp32 summation and one output rounding of the fp64
+    product of torch's dequantized codes and weight."""
+    torch.manual_seed(0)
+    model = nn.Linear(96, 40).eval().to(dtype)
+    x = (torch.randn(5, 96) * 3).to(dtype)
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+    qdq, low = _flow(model, (x,), q)
+    node = next(n for n in low.graph.nodes if n.target == P.linear_w8a8.default)
+    assert node.kwargs == {"per_tensor_eps": 2.0 ** -12}
+    s, z = QD.choose_qparams.tensor(x, -128, 127, 2.0 ** -12, torch.int8)
+    xd = QD.dequantize_per_tensor.tensor(QD.quantize_per_tensor.tensor(x, s, z, -128, 127, torch.int8),
+                                         s, z, -128, 127, torch.int8).double()
+    dq = next(n for n in qdq.graph.nodes if n.target == QD.dequantize_per_channel.default)
+    w = QD.dequantize_per_channel.default(*[getattr(qdq, a.target) if isinstance(a, torch.fx.Node) else a
+                                            for a in dq.args], out_dtype=torch.float64)
+    want = xd @ w.t() + model.bias.double()
+    terms = xd.abs() @ w.abs().t() + model.bias.double().abs()
+    ulp = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
+    got = low(x)
+    assert got.dtype == dtype
+    assert bool(((got.double() - want).abs() <= 2 * (96 + 8) * EPS32 * terms + 2 * ulp * want.abs()).all())
