@@ -1,7 +1,8 @@
 // CUDA glue of linear_w8a8 / linear_w4a8: the shared checks, then per-token quantization and the
-// int8 tensor-core GEMV (linear_dynamic_cuda_kernels.cu), 16 rows of x per slice of its grid. A K
-// that is not a multiple of the chunk, int8 groups that are not a multiple of 32, and the
-// per-tensor variant (per_tensor_eps) take the reference path.
+// int8 tensor-core GEMV (linear_dynamic_cuda_kernels.cu), 16 rows of x per slice of its grid. The
+// per-tensor variant (per_tensor_eps) quantizes x with torch's ops and then runs the same GEMV. A
+// K that is not a multiple of the chunk and int8 groups that are not a multiple of 32 take the
+// reference path.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -22,22 +23,38 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
                              c10::optional<double> per_tensor_eps) {
   const char* op = BITS == 8 ? "linear_w8a8" : "linear_w4a8";
   const LinearWeightOnlyGeometry g = checkLinearWeightOnly(op, BITS, input, packed, scales, zero_points, bias);
-  if (per_tensor_eps.has_value() || g.m == 0 || g.m > cuda::kDynGemvMaxRows || g.k % packChunk(BITS) != 0 ||
+  if (g.m == 0 || g.m > cuda::kDynGemvMaxRows || g.k % packChunk(BITS) != 0 ||
       !cuda::linearDynamicGemvTakes(BITS, g.groups, g.group_size)) {
     return linearDynamicRef(op, BITS, input, packed, scales, zero_points, bias, per_tensor_eps);
   }
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const at::Tensor x = input.reshape({g.m, g.k}).contiguous();
-  // One workspace: codes [m, k] (rows 16-byte aligned: k is a multiple of 16), zero points, scales.
-  const int64_t codes_bytes = roundUp(g.m * g.k, 16);
-  at::Tensor work = at::empty({codes_bytes + 8 * g.m}, input.options().dtype(at::kByte));
   cuda::TokenCodes tc;
-  tc.codes = reinterpret_cast<int8_t*>(work.data_ptr<uint8_t>());
-  tc.zero_points = reinterpret_cast<int32_t*>(work.data_ptr<uint8_t>() + codes_bytes);
-  tc.scales = reinterpret_cast<float*>(work.data_ptr<uint8_t>() + codes_bytes + 4 * g.m);
-  cudaError_t err = cuda::quantizeTokensInt8(x.const_data_ptr(), cuda::floatTypeOf(input.scalar_type()), g.m, g.k, tc, stream);
-  cuda::checkLaunch(err, op);
+  at::Tensor work, codes;
+  if (per_tensor_eps.has_value()) {
+    // One scale for all rows, chosen and applied by torch's ops on the device (they read the
+    // scale back to the host, and a non-finite input is an error, as on CPU); the GEMV then takes
+    // the codes as per-token codes whose rows share it.
+    const auto [q, scale, zp] = quantizePerTensorRef(op, x, *per_tensor_eps);
+    codes = q.contiguous();
+    work = at::empty({2 * g.m}, input.options().dtype(at::kInt));
+    work.slice(0, 0, g.m).fill_(zp);
+    work.slice(0, g.m).view(at::kFloat).fill_(static_cast<float>(scale));
+    tc.codes = codes.data_ptr<int8_t>();
+    tc.zero_points = work.data_ptr<int32_t>();
+    tc.scales = reinterpret_cast<float*>(work.data_ptr<int32_t>() + g.m);
+  } else {
+    // One workspace: codes [m, k] (rows 16-byte aligned: k is a multiple of 16), zero points, scales.
+    const int64_t codes_bytes = roundUp(g.m * g.k, 16);
+    work = at::empty({codes_bytes + 8 * g.m}, input.options().dtype(at::kByte));
+    tc.codes = reinterpret_cast<int8_t*>(work.data_ptr<uint8_t>());
+    tc.zero_points = reinterpret_cast<int32_t*>(work.data_ptr<uint8_t>() + codes_bytes);
+    tc.scales = reinterpret_cast<float*>(work.data_ptr<uint8_t>() + codes_bytes + 4 * g.m);
+    const cudaError_t err =
+        cuda::quantizeTokensInt8(x.const_data_ptr(), cuda::floatTypeOf(input.scalar_type()), g.m, g.k, tc, stream);
+    cuda::checkLaunch(err, op);
+  }
 
   const at::Tensor s = scales.to(at::kFloat).contiguous();
   const at::Tensor z = zero_points.has_value() ? zero_points->to(at::kFloat).contiguous() : at::Tensor();
@@ -58,8 +75,7 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
   a.y = y.data_ptr();
   a.yt = cuda::floatTypeOf(input.scalar_type());
-  err = cuda::linearDynamicGemv(a, stream);
-  cuda::checkLaunch(err, op);
+  cuda::checkLaunch(cuda::linearDynamicGemv(a, stream), op);
   return y.reshape(linearOutputShape(input.sizes(), g.n));
 }
 

@@ -3,7 +3,8 @@ zero points bit for bit against the CPU kernel and torch's quantized_decomposed 
 adversarial rows; the linears (the int8 tensor-core GEMV; the reference path for what it does not take)
 against an fp64 product of the CPU's codes and the dequantized weight, within the bound of fp32
 scaling per span, and against the CPU kernel; per-channel and grouped scales, zero points, bias,
-fp32 / bf16 / fp16 x, odd N, K with a partial span, more than 16 rows (grid slices),
+fp32 / bf16 / fp16 x, odd N, K with a partial span, more than 16 rows (grid slices), the
+per-tensor mode on torch's codes,
 deterministic; a non-finite row; opcheck.
 Runs on the GPU machine; skipped elsewhere."""
 
@@ -12,7 +13,7 @@ import torch
 from torch.library import opcheck
 
 import pt2q  # noqa: F401
-from tests.kernels.test_linear_dynamic import adversarial_rows, torch_per_token
+from tests.kernels.test_linear_dynamic import adversarial_rows, torch_per_tensor_chain, torch_per_token
 from tests.kernels.test_linear_woq_cuda import make
 
 pytestmark = pytest.mark.cuda
@@ -50,29 +51,34 @@ def test_per_token_non_finite_row_is_an_error_naming_it():
         P.quantize_per_token_int8(x)
 
 
-def check(bits, x, w, s, z, bias):
+def check(bits, x, w, s, z, bias, eps=None):
+    """With eps: the per-tensor mode, against torch's choose_qparams.tensor -> quantize_per_tensor
+    codes of x in its own dtype."""
     op = P.linear_w8a8 if bits == 8 else P.linear_w4a8
     pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
     packed = pack(w.cuda())
     dev = lambda t: None if t is None else t.cuda()  # noqa: E731
     xc = x.cuda()
-    got = op(xc, packed, s.cuda(), dev(z), dev(bias))
-    assert torch.equal(got, op(xc, packed, s.cuda(), dev(z), dev(bias)))  # no atomics
+    got = op(xc, packed, s.cuda(), dev(z), dev(bias), eps)
+    assert torch.equal(got, op(xc, packed, s.cuda(), dev(z), dev(bias), eps))  # no atomics
     n, k = w.shape
     groups = s.numel() // n
     wd = w.double().reshape(n, groups, -1)
     if z is not None:
         wd = wd - z.double().reshape(n, groups, 1)
     wd = (wd * s.double().reshape(n, groups, 1)).reshape(n, k)
-    q, sx, zx = P.quantize_per_token_int8(x.reshape(-1, k))  # the CPU's codes
-    xd = (q.double() - zx.double()) * sx
+    if eps is None:
+        q, sx, zx = P.quantize_per_token_int8(x.reshape(-1, k))  # the CPU's codes
+        xd = (q.double() - zx.double()) * sx
+    else:
+        xd = torch_per_tensor_chain(x.reshape(-1, k), eps)
     want = xd @ wd.t() + (0 if bias is None else bias.double())
     terms = xd.abs() @ wd.abs().t() + (0 if bias is None else bias.double().abs())
     lim = 2 * (k + 8) * EPS32 * terms + 2 * ULP[x.dtype] * want.abs() + 1e-30
     assert got.dtype == x.dtype and got.shape == (*x.shape[:-1], n)
     err = (got.cpu().double().reshape(want.shape) - want).abs()
     assert bool((err <= lim).all()), float((err - lim).max())
-    cpu = op(x, pack(w), s, z, bias).double().reshape(want.shape)
+    cpu = op(x, pack(w), s, z, bias, eps).double().reshape(want.shape)
     assert bool(((got.cpu().double().reshape(want.shape) - cpu).abs() <= 2 * lim).all())
 
 
@@ -111,14 +117,30 @@ def test_long_k_several_splits_leading_dims_and_extreme_rows(bits):
     check(bits, adversarial_rows(4096, g)[:12], w, s, z, None)
 
 
-def test_reference_path_for_int8_groups_of_16_and_per_tensor_mode():
+def test_reference_path_for_int8_groups_of_16():
     w, s, z = make(8, 20, 64, 16, zp=True, seed=5)
     check(8, torch.randn(3, 64), w, s, z, None)
-    w, s, _ = make(8, 20, 256, None, zp=False, seed=6)
-    x = torch.randn(4, 256)
-    got = P.linear_w8a8(x.cuda(), P.pack_weight_int8(w.cuda()), s.cuda(), None, None, 2.0 ** -12)
-    want = P.linear_w8a8(x, P.pack_weight_int8(w), s, None, None, 2.0 ** -12)
-    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    check(8, torch.randn(3, 64), w, s, z, None, eps=2.0 ** -12)
+
+
+@pytest.mark.parametrize("bits,group", [(8, None), (4, 64)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("m", [1, 7, 33])
+def test_per_tensor_mode_runs_the_gemv_on_torchs_codes(bits, group, dtype, m):
+    """XNNPACK's dynamic chain (per_tensor_eps): the scale chosen in x's dtype as torch does, one
+    code off moves the output past the bound; zero points, bias, a constant and a one-signed x."""
+    w, s, z = make(bits, 37, 512, group, zp=bits == 4, seed=m)
+    for x in (torch.randn(m, 512) * 3, torch.randn(m, 512).abs() + 1, torch.full((m, 512), -0.5)):
+        for eps in (2.0 ** -12, torch.finfo(torch.float32).eps):
+            check(bits, x.to(dtype), w, s, z, torch.randn(37), eps=eps)
+
+
+def test_per_tensor_mode_non_finite_input_is_an_error():
+    w, s, _ = make(8, 40, 256, None, zp=False, seed=8)
+    x = torch.randn(4, 256, device="cuda")
+    x[2, 5] = float("inf")
+    with pytest.raises(ValueError, match=r"linear_w8a8: input row 2 .* holds NaN or Inf"):
+        P.linear_w8a8(x, P.pack_weight_int8(w.cuda()), s.cuda(), None, None, 2.0 ** -12)
 
 
 def test_non_finite_row_gives_nan_outputs_without_a_host_sync():
