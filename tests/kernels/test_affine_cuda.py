@@ -6,8 +6,9 @@ import torch
 
 from pt2q import ops
 from tests.kernels.inputs import adversarial
+from tests.cuda_support import needs_cuda_kernel
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::quantize_affine")]
 
 # A last dimension of whole vectors (8 elements) takes the vectorized kernels: one qparam per
 # vector (per tensor, per channel along axis 0, blocks of 8 / 16 / 32 along the last axis),
@@ -19,17 +20,11 @@ CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 25
          ((3, 40), [1, 8])]
 
 
-def _has_cuda_kernel():
-    return torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::quantize_affine", "CUDA")
-
-
 @pytest.mark.parametrize("shape,block", CASES)
 @pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("domain", ["int", "none", "float"])
 @pytest.mark.parametrize("qdtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int4], ids=str)
 def test_cuda_matches_cpu(shape, block, in_dtype, domain, qdtype):
-    if not _has_cuda_kernel():
-        pytest.skip("pt2q was built without its CUDA kernels")
     mapping = "symmetric" if domain == "none" else "asymmetric"
     x = adversarial(shape, in_dtype)
     s, z = ops.choose_qparams_affine(adversarial(shape, in_dtype, specials=False), mapping, block, qdtype,
@@ -53,8 +48,6 @@ def test_cuda_matches_cpu(shape, block, in_dtype, domain, qdtype):
 
 
 def test_cuda_fake_quantize_gradient_and_compile():
-    if not _has_cuda_kernel():
-        pytest.skip("pt2q was built without its CUDA kernels")
     x = torch.randn(32, 64, device="cuda", requires_grad=True)
     s = torch.tensor([0.02], device="cuda")
     z = torch.tensor([0], device="cuda", dtype=torch.int32)
@@ -70,8 +63,6 @@ def test_cuda_fake_quantize_gradient_and_compile():
 def test_cuda_misaligned_storage_takes_the_scalar_kernels(in_dtype):
     # A view that starts one element past a 16-byte boundary: the vectorized kernels would load
     # across it, so the entry points hand it to the one-per-element kernels; the bits agree.
-    if not _has_cuda_kernel():
-        pytest.skip("pt2q was built without its CUDA kernels")
     x = adversarial((33, 64), in_dtype).reshape(-1)[1:].reshape(-1)[: 32 * 64].reshape(32, 64)
     s, z = ops.choose_qparams_affine(x.float().clamp(-1e6, 1e6).nan_to_num(), "asymmetric", [1, 64], torch.int8)
     xc = torch.empty(32 * 64 + 1, device="cuda", dtype=in_dtype)[1:].view(32, 64)

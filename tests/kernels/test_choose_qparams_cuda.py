@@ -10,8 +10,9 @@ from torch.library import opcheck
 
 from pt2q import ops
 from tests.kernels.inputs import adversarial
+from tests.cuda_support import needs_cuda_kernel
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::choose_qparams_affine")]
 
 # (shape, block): contiguous runs (the CUDA kernel) and strided blocks (the reference on the device)
 CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 256), [1, 32]),
@@ -21,13 +22,6 @@ CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 25
          ((3, 4099), [3, 4099]), ((3, 40000), [1, 40000])]
 MAPPINGS = [("asymmetric", "int"), ("asymmetric", "none"), ("asymmetric", "float"), ("symmetric", "int"),
             ("symmetric_no_clipping_err", "int")]
-
-
-@pytest.fixture(autouse=True)
-def _need_kernels():
-    if not (torch.cuda.is_available()
-            and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::choose_qparams_affine", "CUDA")):
-        pytest.skip("pt2q was built without its CUDA kernels")
 
 
 def same_bits(a, b):

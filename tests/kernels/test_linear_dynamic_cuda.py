@@ -15,18 +15,12 @@ from torch.library import opcheck
 import pt2q  # noqa: F401
 from tests.kernels.test_linear_dynamic import adversarial_rows, torch_per_tensor_chain, torch_per_token
 from tests.kernels.test_linear_woq_cuda import make
+from tests.cuda_support import needs_cuda_kernel
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_w8a8")]
 P = torch.ops.pt2q
 EPS32 = 2.0 ** -24
 ULP = {torch.float32: 0.0, torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
-
-
-@pytest.fixture(autouse=True)
-def _need_kernels():
-    if not (torch.cuda.is_available()
-            and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::linear_w8a8", "CUDA")):
-        pytest.skip("pt2q was built without its CUDA kernels")
 
 
 @pytest.mark.parametrize("k", [1, 7, 16, 100, 4099])

@@ -9,16 +9,10 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from tests.kernels.test_linear_mx import EPS32, FORMATS, REF, ULP, make
+from tests.cuda_support import needs_cuda_kernel
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_mx")]
 P = torch.ops.pt2q
-
-
-@pytest.fixture(autouse=True)
-def _need_kernels():
-    if not (torch.cuda.is_available()
-            and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::linear_mx", "CUDA")):
-        pytest.skip("pt2q was built without its CUDA kernels")
 
 
 def check(x, codes, scales, fmt, block, b, x_fmt=None, x_block=32):

@@ -14,17 +14,11 @@ from torch.library import opcheck
 import pt2q  # noqa: F401
 from pt2q import _C
 from tests.kernels.test_linear_static import CONV_SHAPES, check_codes, conv_case, exact, make, pack_conv
+from tests.cuda_support import needs_cuda_kernel
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_q8")]
 P = torch.ops.pt2q
 REF = _C.reference
-
-
-@pytest.fixture(autouse=True)
-def _need_kernels():
-    if not (torch.cuda.is_available()
-            and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::linear_q8", "CUDA")):
-        pytest.skip("pt2q was built without its CUDA kernels")
 
 
 def dev(t):

@@ -8,18 +8,12 @@ import pytest
 import torch
 
 import pt2q  # noqa: F401
+from tests.cuda_support import needs_cuda_kernel
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_w8a16")]
 P = torch.ops.pt2q
 EPS32 = 2.0 ** -24
 ULP = {torch.float32: 0.0, torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
-
-
-@pytest.fixture(autouse=True)
-def _need_kernels():
-    if not (torch.cuda.is_available()
-            and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::linear_w8a16", "CUDA")):
-        pytest.skip("pt2q was built without its CUDA kernels")
 
 
 def make(bits, n, k, group, zp, seed):

@@ -11,20 +11,11 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from tests.mx.inputs import mx_inputs
+from tests.cuda_support import needs_cuda_kernel
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::mx_quantize")]
 P = torch.ops.pt2q
 FORMATS = ["int8", "int4", "int2", "fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int5", "int12"]
-
-
-def _has_cuda_kernel():
-    return torch.cuda.is_available() and torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::mx_quantize", "CUDA")
-
-
-@pytest.fixture(autouse=True)
-def _need_kernels():
-    if not _has_cuda_kernel():
-        pytest.skip("pt2q was built without its CUDA kernels")
 
 
 def _bits(t):
