@@ -166,6 +166,12 @@ inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64
       for (int64_t l = l0; l < l1; ++l) {
         const int64_t row = (o * c.len + l) * c.inner + w0;
         for (int64_t w = 0; w < nw; w += kChunk) {
+          // The next tile's lines of this row, into L2: 32 row streams at once outrun the
+          // hardware prefetcher. On the 2-core Zen 5 VM this made first-axis mx_quantize 1.5x
+          // (fp32) and 1.1x (bf16) faster, and fake-quantize 1.1x (A/B in one session).
+          for (int64_t b = 0; b < kChunk * es; b += 64) {
+            _mm_prefetch(x + (row + w + ColumnTile::kWidth) * es + b, _MM_HINT_T1);
+          }
           __m512 va, vb;
           loadChunk<K>(x + (row + w) * es, chunkMask(nw - w), va, vb);
           __m512i ra = _mm512_setzero_si512(), rb2 = _mm512_setzero_si512();
