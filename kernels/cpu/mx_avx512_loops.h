@@ -49,7 +49,8 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
   // 16 live blocks of 32: each block's parameters are a lane permute of the group's vectors.
   auto group = [&](const BlockParams16& bp, int64_t begin) {
     if (R == 3 || bp.nan != 0) return false;  // flushed blocks need nothing: b makes them +0
-    const __m512 av = _mm512_load_ps(bp.a), bv = _mm512_load_ps(bp.b);
+    const bool fast = !Int && R == 0 && kc.fast_fake && bp.fast == 0xFFFF;
+    const __m512 av = _mm512_load_ps(bp.a), bv = _mm512_load_ps(bp.b), thrv = fast ? _mm512_load_ps(bp.thr) : av;
     const bool stream = Stream && reinterpret_cast<uintptr_t>(y + begin * es) % 64 == 0;
     const bool native = bp.normal_out == 0xFFFF;
     for (int k = 0; k < 16; ++k) {
@@ -58,8 +59,15 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
       const int64_t at = (begin + k * kChunk) * es;
       __m512 va, vb;
       loadChunk<K>(x + at, ~0u, va, vb);
-      const __m512 qa = fakeQuantize16<Int, R>(va, a, b, kc, _mm512_setzero_si512());
-      const __m512 qb = fakeQuantize16<Int, R>(vb, a, b, kc, _mm512_setzero_si512());
+      __m512 qa, qb;
+      if (fast) {
+        const __m512 thr = _mm512_permutexvar_ps(lane, thrv);
+        qa = fakeQuantizeFloatFast16(va, a, b, thr, kc);
+        qb = fakeQuantizeFloatFast16(vb, a, b, thr, kc);
+      } else {
+        qa = fakeQuantize16<Int, R>(va, a, b, kc, _mm512_setzero_si512());
+        qb = fakeQuantize16<Int, R>(vb, a, b, kc, _mm512_setzero_si512());
+      }
       if (stream) {
         storeChunk<K, true>(y + at, ~0u, qa, qb, native);
       } else {
@@ -79,6 +87,8 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     }
     const __m512 a = _mm512_set1_ps(bp.a[k]);
     const __m512 b = _mm512_set1_ps(bp.b[k]);
+    const bool fast = !Int && R == 0 && kc.fast_fake && ((bp.fast >> k) & 1u);
+    const __m512 thr = fast ? _mm512_set1_ps(bp.thr[k]) : a;
     const bool stream = Stream && reinterpret_cast<uintptr_t>(yb) % 64 == 0;
     const bool native = (bp.normal_out >> k) & 1u;
     for (int64_t i = 0; i < n; i += kChunk) {
@@ -87,8 +97,14 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
       loadChunk<K>(xb + i * es, km, va, vb);
       __m512i ra = _mm512_setzero_si512(), rb2 = _mm512_setzero_si512();
       if constexpr (R == 3) chunkRandom<K>(c.random_key, static_cast<uint64_t>(begin + i), ra, rb2);
-      const __m512 qa = fakeQuantize16<Int, R>(va, a, b, kc, ra);
-      const __m512 qb = fakeQuantize16<Int, R>(vb, a, b, kc, rb2);
+      __m512 qa, qb;
+      if (fast) {
+        qa = fakeQuantizeFloatFast16(va, a, b, thr, kc);
+        qb = fakeQuantizeFloatFast16(vb, a, b, thr, kc);
+      } else {
+        qa = fakeQuantize16<Int, R>(va, a, b, kc, ra);
+        qb = fakeQuantize16<Int, R>(vb, a, b, kc, rb2);
+      }
       if (stream) {
         storeChunk<K, true>(yb + i * es, km, qa, qb, native);
       } else {

@@ -231,3 +231,29 @@ def test_errors_name_the_argument():
         P.mx_fake_quantize(x, "int8", -4)
     with pytest.raises(ValueError, match=r"bits must be in \[2, 16\]"):
         P.bfp_fake_quantize(x, 17)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+@pytest.mark.parametrize("block", [32, 64, 16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_clean_fp8_blocks_match_spec(fmt, block, dtype):
+    """Blocks whose every element is zero or within the format's normal range of the block (the
+    kernels' bit-level path for round to nearest): exact ties of the 3 / 2 kept mantissa bits,
+    values that round up a binade or past max_norm, zeros of both signs as ReLU leaves them,
+    random mantissas; whole groups of 16 blocks of 32 and single blocks of 16 and 64."""
+    g = np.random.default_rng(block)
+    m = 3 if fmt == "fp8_e4m3" else 2
+    n = 1 << 14
+    sign = g.choice([-1.0, 1.0], n)
+    e = g.integers(-5, 6, n).astype(np.float64)
+    tie = 1 + (2 * g.integers(0, 1 << m, n) + 1) / 2.0 ** (m + 1)  # halfway between two codes
+    frac = np.where(g.random(n) < 0.5, tie, 1 + g.random(n))
+    frac = np.where(g.random(n) < 0.05, 2 - 2.0 ** -(m + 2), frac)  # rounds up to the next binade
+    x = sign * frac * 2.0 ** e
+    x[g.random(n) < 0.3] = 0.0
+    x[g.random(n) < 0.05] = -0.0
+    x[::97] = 1.9921875 * 2.0 ** 5  # a block maximum whose top values exceed max_norm * 2^s
+    x = torch.from_numpy(x.astype(np.float32)).to(dtype).reshape(-1, 16 * 32)
+    got = P.mx_fake_quantize(x, fmt, block, -1, "nearest")
+    want = spec.mx_fake_quantize(x.float().numpy(), fmt, block, -1, "nearest", "floor", False, None)
+    _same_bits(got.float(), want.astype(np.float32))
