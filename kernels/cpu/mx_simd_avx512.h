@@ -104,8 +104,23 @@ inline __m512 fakeQuantize16(__m512 x, __m512 a, __m512 b, const ElemConsts& k, 
 template <bool Int, int R>
 inline __m512i encode16(__m512 x, __m512 a, const ElemConsts& k, __m512i rnd) {
   if constexpr (Int) {
-    const __m512 n = _mm512_range_ps(roundToInteger<R>(_mm512_scalef_ps(x, a), rnd), k.nmax, kMinAbsSignOfA);
-    return _mm512_and_si512(_mm512_cvttps_epi32(n), k.code_mask);
+    // Clamped before rounding (nmax is an integer, rounding monotone: the same n), so the
+    // conversion can round: one op fewer than roundToInteger's for nearest, two for the others.
+    const __m512 v = _mm512_range_ps(_mm512_scalef_ps(x, a), k.nmax, kMinAbsSignOfA);
+    __m512i n;
+    if constexpr (R == 0) {
+      const __m512 half = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+          _mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)),
+          _mm512_castps_si512(_mm512_set1_ps(0.5f)), 0xEA));
+      n = _mm512_cvttps_epi32(_mm512_add_round_ps(v, half, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+    } else if constexpr (R == 1) {
+      n = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    } else if constexpr (R == 2) {
+      n = _mm512_cvttps_epi32(v);
+    } else {
+      n = _mm512_cvttps_epi32(roundToInteger<R>(v, rnd));
+    }
+    return _mm512_and_si512(n, k.code_mask);
   } else {
     const __m512 ax = _mm512_abs_ps(x);
     const __m512 t = _mm512_max_ps(_mm512_getexp_ps(ax), a);
