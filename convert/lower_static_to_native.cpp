@@ -2,8 +2,9 @@
 // its input and a per-tensor quantize of its output (what XNNPACKQuantizer / X86InductorQuantizer
 // produce) becomes one int8-in, int8-out native op on the input codes; a relu between the op and
 // the quantize folds into the output clamp (output_quant_min = zero point). Matched only when the
-// weight is a constant int8 per-channel (axis 0) symmetric dequantize, conv2d has groups == 1,
-// the linear / relu feed nothing else, and every qparam is a literal.
+// weight is a constant int8 per-channel (axis 0) symmetric dequantize, conv2d's groups is a literal
+// (grouped and depthwise convolutions pass it on as conv2d_q8's last argument), the linear / relu
+// feed nothing else, and every qparam is a literal.
 //
 // Before:
 //   %dqx = quantized_decomposed.dequantize_per_tensor(%qx, 0.02, -3, -128, 127, torch.int8)
@@ -15,6 +16,8 @@
 // After:
 //   %p = get_attr "_packed_weight0"          // pack_weight_int8(w.permute(0, 2, 3, 1).reshape(OC, -1))
 //   %q = pt2q.conv2d_q8(%qx, 0.02, -3, %p, %s, %b, [3, 3], [1, 1], [1, 1], [1, 1], 0.05, -128, -128, 127)
+// (a depthwise conv2d of 32 channels: the weight [32, 1, 3, 3] packed the same way, and 32 as a
+// last argument, groups).
 #include <ATen/ATen.h>
 
 #include <optional>
@@ -71,6 +74,7 @@ struct StaticSite {
   const at::Tensor* weight;
   Argument scales, bias;
   std::vector<int64_t> stride, padding, dilation;  // conv2d
+  int64_t groups = 1;
 };
 
 std::optional<StaticSite> match(const Graph& g, Node* qn) {
@@ -108,9 +112,10 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
     return site;
   }
   auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
-  const bool one_group = a.size() <= 6 || isInt(a[6], 1);
-  if (w->dim() != 4 || !st || !pad || !dil || !one_group || a.size() > 7) return std::nullopt;
+  const bool literal_groups = a.size() <= 6 || (a[6].is<int64_t>() && a[6].as<int64_t>() > 0);
+  if (w->dim() != 4 || !st || !pad || !dil || !literal_groups || a.size() > 7) return std::nullopt;
   site.stride = *st, site.padding = *pad, site.dilation = *dil;
+  site.groups = a.size() > 6 ? a[6].as<int64_t>() : 1;
   return site;
 }
 
@@ -151,6 +156,7 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
                               Argument(s.out.qmax)}) {
       args.push_back(x);
     }
+    if (conv && s.groups != 1) args.emplace_back(s.groups);
     const std::string op = conv ? "conv2d_q8" : "linear_q8";
     Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, std::move(args), {}, g.uniqueName(op), s.q);
     native->meta() = s.q->meta();

@@ -23,7 +23,10 @@ std::array<int64_t, 3> checkLinearQ8(const at::Tensor& input, double input_scale
 struct Conv2dQ8Geometry {
   int64_t n = 0, c = 0, h = 0, w = 0, oc = 0, kh = 0, kw = 0, oh = 0, ow = 0;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  int64_t k() const { return c * kh * kw; }  // one im2col row: kh, then kw, then c (channels last)
+  int64_t groups = 1;
+  int64_t cg() const { return c / groups; }    // input channels per group
+  int64_t ocg() const { return oc / groups; }  // output channels per group
+  int64_t k() const { return cg() * kh * kw; }  // one im2col row: kh, then kw, then the group's c
 };
 
 /// conv2d_q8's checks and output geometry.
@@ -31,7 +34,7 @@ Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int6
                                const at::Tensor& packed, const at::Tensor& weight_scales,
                                const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                               const Q8Output& out);
+                               const Q8Output& out, int64_t groups);
 
 /// Reference implementations (plain ATen, any device): the integer sum exact in fp64, then
 /// y = s_x * s_w * sum + bias and torch's quantize_per_tensor rounding, in fp64.
@@ -41,6 +44,6 @@ at::Tensor linearQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
 at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                        const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::IntArrayRef dilation, const Q8Output& out);
+                       at::IntArrayRef dilation, const Q8Output& out, int64_t groups);
 
 }  // namespace pt2q

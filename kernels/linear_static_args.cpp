@@ -62,7 +62,7 @@ Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int6
                                const at::Tensor& packed, const at::Tensor& weight_scales,
                                const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                               const Q8Output& out) {
+                               const Q8Output& out, int64_t groups) {
   checkCommon("conv2d_q8", input, input_scale, input_zero_point, packed, weight_scales, bias, out);
   TORCH_CHECK_VALUE(input.dim() == 4, "conv2d_q8: input must be 4-d [N, C, H, W], got ", input.dim(), "-d");
   for (const auto& [name, v] : {std::pair<const char*, at::IntArrayRef>{"kernel_size", kernel_size},
@@ -81,7 +81,11 @@ Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int6
   TORCH_CHECK_VALUE(g.oh > 0 && g.ow > 0, "conv2d_q8: the output would be empty: input ", input.sizes(),
                     " is smaller than the dilated kernel");
   TORCH_CHECK_VALUE(g.oc > 0 && g.c > 0, "conv2d_q8: channels must be positive");
-  checkPacked("conv2d_q8", packed, g.oc, g.k(), "input channels x kernel_size");
+  TORCH_CHECK_VALUE(groups > 0 && g.c % groups == 0 && g.oc % groups == 0, "conv2d_q8: groups (", groups,
+                    ") must be positive and divide both the input channels (", g.c,
+                    ") and the output channels (", g.oc, ", from weight_scales)");
+  g.groups = groups;
+  checkPacked("conv2d_q8", packed, g.oc, g.k(), "input channels / groups x kernel_size");
   return g;
 }
 

@@ -123,7 +123,9 @@ TORCH_LIBRARY(pt2q, m) {
   // Static int8 linear / conv2d: int8 codes in (per-tensor input_scale / input_zero_point), int8
   // codes out, weights int8 symmetric per output channel packed by pack_weight_int8 (conv: the
   // weight [out_channels, in_channels, kh, kw] permuted to (out, kh, kw, in) and reshaped to
-  // [out_channels, kh * kw * in_channels]: channels last), float bias. y = s_x * s_w *
+  // [out_channels, kh * kw * in_channels]: channels last; with groups, in_channels / groups per
+  // row and output channel o reading input channels of group o / (out_channels / groups), as
+  // F.conv2d), float bias. y = s_x * s_w *
   // sum (q_x - z_x) w + bias, then quantize_per_tensor's codes clamp(round(y / s_o) + z_o,
   // output_quant_min, output_quant_max) (a fused relu: output_quant_min = z_o).
   m.def(
@@ -133,5 +135,6 @@ TORCH_LIBRARY(pt2q, m) {
   m.def(
       "conv2d_q8(Tensor input, float input_scale, int input_zero_point, Tensor packed_weight, "
       "Tensor weight_scales, Tensor? bias, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, "
-      "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127) -> Tensor");
+      "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127, "
+      "int groups=1) -> Tensor");
 }

@@ -1,7 +1,9 @@
 // CPU linear_q8 / conv2d_q8. The input codes become unsigned rows (xu = q + 128; conv2d: im2col
-// rows from a channels-last copy, a tap's C bytes at a time, padding with the zero point's code), the panel loop (cpu/linear_panels.h) takes the
-// integer dot products, and each panel is requantized while in cache: y = s_x * [s_w * sum] + b,
-// then quantize_per_tensor's rounding in fp32 (round(y * (1 / s_o)) + z_o, clamped).
+// rows from a channels-last copy, a tap's C bytes at a time, padding with the zero point's code),
+// the panel loop (cpu/linear_panels.h) takes the integer dot products, and each panel is
+// requantized while in cache: y = s_x * [s_w * sum] + b, then quantize_per_tensor's rounding in
+// fp32 (round(y * (1 / s_o)) + z_o, clamped). Grouped conv2d runs each group so; depthwise conv2d
+// (one input channel per group) sums its taps directly, over all channels at once.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -16,11 +18,27 @@
 namespace pt2q {
 namespace {
 
+// y = t * s_x + b, t = s_w * sum in fp32, then quantize_per_tensor's rounding into a code.
+struct Requant {
+  float sx, inv, zo, lo, hi;
+  Requant(double input_scale, const Q8Output& q)
+      : sx(static_cast<float>(input_scale)), inv(static_cast<float>(1.0 / q.scale)),
+        zo(static_cast<float>(q.zero_point)), lo(static_cast<float>(q.quant_min)), hi(static_cast<float>(q.quant_max)) {}
+  int8_t operator()(float t, float b) const {
+    const float y = t * sx + b;
+    // Clamped first (the codes saturate anyway), so |v| < 2^22 and adding then subtracting
+    // 1.5 * 2^23 rounds half to even as torch.round does, without a libm call.
+    const float v = std::min(std::max(y * inv, lo - zo - 1.0f), hi - zo + 1.0f);
+    const float r = (v + 12582912.0f) - 12582912.0f + zo;
+    return static_cast<int8_t>(std::min(std::max(r, lo), hi));
+  }
+};
+
 // Runs the panels over xu ([rows, xs], k valid bytes per row) and writes requantized codes into
-// out ([rows, n], row-major).
+// out (row i at out + i * out_stride, n codes).
 void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int32_t zx, double input_scale,
                     const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
-                    const Q8Output& q, int8_t* out) {
+                    const Q8Output& q, int8_t* out, int64_t out_stride) {
   const int64_t n = weight_scales.size(0), kp = roundUp(k, packChunk(8));
   const at::Tensor s4 = panelScales(weight_scales, n, 1);
   const at::Tensor pw = packed.contiguous();
@@ -28,22 +46,13 @@ void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int3
   const float* bp = b32.defined() ? b32.const_data_ptr<float>() : nullptr;
   const std::vector<int32_t> zx128(rows, zx + 128);
   const PanelWeight w{pw.const_data_ptr<int8_t>(), 8, n, kp, 1, kp / packChunk(8), s4.const_data_ptr<float>()};
-  const float sx = static_cast<float>(input_scale), inv = static_cast<float>(1.0 / q.scale);
-  const float zo = static_cast<float>(q.zero_point), lo = static_cast<float>(q.quant_min);
-  const float hi = static_cast<float>(q.quant_max);
+  const Requant rq(input_scale, q);
   runPanels(w, xu, xs, rows, zx128.data(), [&](int64_t r0, int64_t nr, int64_t c0, int64_t cols, const float* tmp) {
     const int64_t c1 = std::min(n, c0 + cols);
     for (int64_t i = r0; i < r0 + nr; ++i) {
       const float* t = tmp + (i - r0) * cols;
-      int8_t* o = out + i * n;
-      for (int64_t c = c0; c < c1; ++c) {
-        const float y = t[c - c0] * sx + (bp != nullptr ? bp[c] : 0.0f);
-        // Clamped first (the codes saturate anyway), so |v| < 2^22 and adding then subtracting
-        // 1.5 * 2^23 rounds half to even as torch.round does, without a libm call.
-        const float v = std::min(std::max(y * inv, lo - zo - 1.0f), hi - zo + 1.0f);
-        const float r = (v + 12582912.0f) - 12582912.0f + zo;
-        o[c] = static_cast<int8_t>(std::min(std::max(r, lo), hi));
-      }
+      int8_t* o = out + i * out_stride;
+      for (int64_t c = c0; c < c1; ++c) o[c] = rq(t[c - c0], bp != nullptr ? bp[c] : 0.0f);
     }
   });
 }
@@ -60,26 +69,15 @@ at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
     at::Tensor xu = at::zeros({m, xs}, input.options().dtype(at::kByte));
     xu.slice(1, 0, k).copy_(input.reshape({m, k}).view(at::kByte).bitwise_xor(128));
     gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, m, k, static_cast<int32_t>(input_zero_point), input_scale,
-                   packed, weight_scales, bias, q, out.data_ptr<int8_t>());
+                   packed, weight_scales, bias, q, out.data_ptr<int8_t>(), n);
   }
   return out.reshape(linearOutputShape(input.sizes(), n));
 }
 
-at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
-                       const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
-                       at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::IntArrayRef dilation, double output_scale, int64_t output_zero_point, int64_t qmin,
-                       int64_t qmax) {
-  const Q8Output q{output_scale, output_zero_point, qmin, qmax};
-  const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
-                                           kernel_size, stride, padding, dilation, q);
-  const int64_t rows = g.n * g.oh * g.ow, k = g.k(), xs = roundUp(k, packChunk(8)) + 64;
-  at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
-  // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
-  const at::Tensor x = input.permute({0, 2, 3, 1}).view(at::kByte).bitwise_xor(128).contiguous();
-  const uint8_t* src = x.const_data_ptr<uint8_t>();
-  uint8_t* dst = xu.data_ptr<uint8_t>();
-  const auto pad = static_cast<uint8_t>(input_zero_point + 128);
+// im2col rows of channels [c0, c0 + cg) of the channels-last unsigned codes x into dst ([rows,
+// xs]); taps outside the input hold the zero point's code, and each row's tail past k is zeroed.
+void im2col(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad, uint8_t* dst, int64_t xs) {
+  const int64_t cg = g.cg(), k = g.k();
   at::parallel_for(0, g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / g.oh, oh = r % g.oh;
@@ -89,11 +87,11 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
           const int64_t ih = oh * g.sh - g.ph + i * g.dh;
           for (int64_t j = 0; j < g.kw; ++j) {
             const int64_t iw = ow * g.sw - g.pw + j * g.dw;
-            uint8_t* tap = row + (i * g.kw + j) * g.c;
+            uint8_t* tap = row + (i * g.kw + j) * cg;
             if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) {
-              std::memcpy(tap, src + ((b * g.h + ih) * g.w + iw) * g.c, g.c);
+              std::memcpy(tap, x + ((b * g.h + ih) * g.w + iw) * g.c + c0, cg);
             } else {
-              std::memset(tap, pad, g.c);
+              std::memset(tap, pad, cg);
             }
           }
         }
@@ -101,9 +99,87 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
       }
     }
   });
+}
+
+// Depthwise (one input channel per group): per output pixel, each tap adds (x - zx) w over all
+// output channels at once (channels last, so the loop over channels vectorizes); output channel o
+// reads input channel o / multiplier. Taps outside the input add (zx - zx) w = 0 and are skipped.
+void depthwiseRequantize(const Conv2dQ8Geometry& g, const uint8_t* x, int32_t zx128, const at::Tensor& packed,
+                         const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias, const Requant& rq,
+                         int8_t* out) {
+  const int64_t taps = g.kh * g.kw, oc = g.oc, mult = g.oc / g.c;
+  // [taps, oc] int32: one tap's weights over the channels are contiguous.
+  const at::Tensor wt = unpackWeightRef(packed, oc, taps, 8).t().to(at::kInt).contiguous();
+  const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
+  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::zeros({oc}, s.options());
+  const int32_t* wp = wt.const_data_ptr<int32_t>();
+  const float* sp = s.const_data_ptr<float>();
+  const float* bp = b.const_data_ptr<float>();
+  at::parallel_for(0, g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<int32_t> acc(oc);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t bi = r / g.oh, oh = r % g.oh;
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        std::fill(acc.begin(), acc.end(), 0);
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          if (ih < 0 || ih >= g.h) continue;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iw = ow * g.sw - g.pw + j * g.dw;
+            if (iw < 0 || iw >= g.w) continue;
+            const uint8_t* px = x + ((bi * g.h + ih) * g.w + iw) * g.c;
+            const int32_t* w = wp + (i * g.kw + j) * oc;
+            int32_t* a = acc.data();
+            if (mult == 1) {
+              for (int64_t o = 0; o < oc; ++o) a[o] += (static_cast<int32_t>(px[o]) - zx128) * w[o];
+            } else {
+              for (int64_t o = 0; o < oc; ++o) a[o] += (static_cast<int32_t>(px[o / mult]) - zx128) * w[o];
+            }
+          }
+        }
+        int8_t* o = out + (r * g.ow + ow) * oc;
+        for (int64_t c = 0; c < oc; ++c) o[c] = rq(static_cast<float>(acc[c]) * sp[c], bp[c]);
+      }
+    }
+  });
+}
+
+at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
+                       const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                       at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::IntArrayRef dilation, double output_scale, int64_t output_zero_point, int64_t qmin,
+                       int64_t qmax, int64_t groups) {
+  const Q8Output q{output_scale, output_zero_point, qmin, qmax};
+  const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
+                                           kernel_size, stride, padding, dilation, q, groups);
+  // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
+  const at::Tensor x = input.permute({0, 2, 3, 1}).view(at::kByte).bitwise_xor(128).contiguous();
+  const uint8_t* src = x.const_data_ptr<uint8_t>();
+  const auto pad = static_cast<uint8_t>(input_zero_point + 128);
+  const auto zx = static_cast<int32_t>(input_zero_point);
   at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
-  gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, static_cast<int32_t>(input_zero_point), input_scale,
-                 packed, weight_scales, bias, q, out.data_ptr<int8_t>());
+  const int64_t rows = g.n * g.oh * g.ow, k = g.k(), xs = roundUp(k, packChunk(8)) + 64;
+  if (groups > 1 && g.cg() == 1) {
+    depthwiseRequantize(g, src, zx + 128, packed, weight_scales, bias, Requant(input_scale, q), out.data_ptr<int8_t>());
+  } else if (groups > 1) {
+    // Each group is a convolution of its own: its channels' im2col rows against its rows of the
+    // weight, repacked on their own (a group's rows need not start a packed block of 4).
+    at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
+    const at::Tensor w = unpackWeightRef(packed, g.oc, k, 8);
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const int64_t o0 = gi * g.ocg(), o1 = o0 + g.ocg();
+      im2col(g, src, gi * g.cg(), pad, xu.data_ptr<uint8_t>(), xs);
+      const c10::optional<at::Tensor> bg =
+          bias.has_value() ? c10::optional<at::Tensor>(bias->slice(0, o0, o1)) : c10::nullopt;
+      gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, zx, input_scale, packWeightRef(w.slice(0, o0, o1), 8),
+                     weight_scales.slice(0, o0, o1), bg, q, out.data_ptr<int8_t>() + o0, g.oc);
+    }
+  } else {
+    at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
+    im2col(g, src, 0, pad, xu.data_ptr<uint8_t>(), xs);
+    gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, zx, input_scale, packed, weight_scales, bias, q,
+                   out.data_ptr<int8_t>(), g.oc);
+  }
   return out.permute({0, 3, 1, 2}).contiguous();
 }
 

@@ -1,7 +1,8 @@
 // CUDA glue of linear_q8 / conv2d_q8: the shared checks, then the int8 tensor-core GEMV of the
 // dynamic linears in its linear_q8 mode (exact int32 sums, requantized in fp32 as on CPU); conv2d_q8
 // first lays its input out as im2col rows (im2col_cuda_kernels.h). A K over kQ8MaxK takes the
-// reference, whose sums are fp64: past it, int32 sums of (q - zx) w could overflow.
+// reference, whose sums are fp64: past it, int32 sums of (q - zx) w could overflow. Grouped and
+// depthwise convolutions (groups > 1) take the reference too.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -82,14 +83,14 @@ at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
                         const at::Tensor& packed, const at::Tensor& weight_scales,
                         const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                         at::IntArrayRef padding, at::IntArrayRef dilation, double output_scale,
-                        int64_t output_zero_point, int64_t qmin, int64_t qmax) {
+                        int64_t output_zero_point, int64_t qmin, int64_t qmax, int64_t groups) {
   const char* op = "conv2d_q8";
   const Q8Output q{output_scale, output_zero_point, qmin, qmax};
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
-                                           kernel_size, stride, padding, dilation, q);
-  if (g.k() > kQ8MaxK) {
+                                           kernel_size, stride, padding, dilation, q, groups);
+  if (g.k() > kQ8MaxK || groups > 1) {
     return conv2dQ8Ref(input, input_scale, input_zero_point, packed, weight_scales, bias, kernel_size, stride,
-                       padding, dilation, q);
+                       padding, dilation, q, groups);
   }
   const c10::cuda::CUDAGuard guard(input.device());
   const int64_t rows = g.n * g.oh * g.ow, ld = roundUp(g.k(), 16);

@@ -32,15 +32,15 @@ at::Tensor linearQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
 at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                        const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::IntArrayRef dilation, const Q8Output& out) {
+                       at::IntArrayRef dilation, const Q8Output& out, int64_t groups) {
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
-                                           kernel_size, stride, padding, dilation, out);
+                                           kernel_size, stride, padding, dilation, out, groups);
   // Zero padding of x - zp is padding the codes with zp: a float zero.
   const at::Tensor x = input.to(at::kDouble) - static_cast<double>(input_zero_point);
-  // The packed rows hold the weight in (kh, kw, c) order.
+  // The packed rows hold the weight in (kh, kw, c) order, c over the row's group.
   const at::Tensor w =
-      unpackWeightRef(packed, g.oc, g.k(), 8).to(at::kDouble).reshape({g.oc, g.kh, g.kw, g.c}).permute({0, 3, 1, 2});
-  const at::Tensor acc = at::conv2d(x, w, c10::nullopt, stride, padding, dilation);
+      unpackWeightRef(packed, g.oc, g.k(), 8).to(at::kDouble).reshape({g.oc, g.kh, g.kw, g.cg()}).permute({0, 3, 1, 2});
+  const at::Tensor acc = at::conv2d(x, w, c10::nullopt, stride, padding, dilation, groups);
   return requantize(acc, input_scale, weight_scales, bias, out, 1);
 }
 
@@ -53,8 +53,8 @@ at::Tensor linearQ8(const at::Tensor& x, double sx, int64_t zx, const at::Tensor
 
 at::Tensor conv2dQ8(const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
                     const c10::optional<at::Tensor>& b, at::IntArrayRef ks, at::IntArrayRef st, at::IntArrayRef pad,
-                    at::IntArrayRef dil, double so, int64_t zo, int64_t qmin, int64_t qmax) {
-  return conv2dQ8Ref(x, sx, zx, p, s, b, ks, st, pad, dil, Q8Output{so, zo, qmin, qmax});
+                    at::IntArrayRef dil, double so, int64_t zo, int64_t qmin, int64_t qmax, int64_t groups) {
+  return conv2dQ8Ref(x, sx, zx, p, s, b, ks, st, pad, dil, Q8Output{so, zo, qmin, qmax}, groups);
 }
 
 }  // namespace

@@ -88,14 +88,14 @@ def pack_conv(w):
     return P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(w.shape[0], -1).contiguous())
 
 
-def conv_case(n, c, h, w_, oc, ks, st, pad, dil, seed=0):
+def conv_case(n, c, h, w_, oc, ks, st, pad, dil, seed=0, groups=1):
     g = torch.Generator().manual_seed(seed)
-    w = torch.randint(-127, 128, (oc, c, *ks), dtype=torch.int8, generator=g)
+    w = torch.randint(-127, 128, (oc, c // groups, *ks), dtype=torch.int8, generator=g)
     sw = torch.rand(oc, generator=g) * 0.01 + 1e-3
     x = torch.randint(-128, 128, (n, c, h, w_), dtype=torch.int8, generator=g)
     b = torch.randn(oc, generator=g)
     sx, zx = 0.03, int(torch.randint(-20, 20, (), generator=g))
-    acc = F.conv2d(x.double() - zx, w.double(), None, st, pad, dil)
+    acc = F.conv2d(x.double() - zx, w.double(), None, st, pad, dil, groups)
     y = acc * sx * sw.double()[None, :, None, None] + b.double()[None, :, None, None]
     so, zo = float(y.abs().max()) / 100, 3
     return x, sx, zx, w, sw, b, so, zo, acc
@@ -121,6 +121,37 @@ def test_conv2d_matches_fp64(shape):
         assert torch.equal(REF.conv2d_q8(x, sx, zx, packed, sw, b, ks, st, pad, dil, so, zo, qmin, 127), want)
 
 
+GROUPED_SHAPES = [  # n, c, h, w, out channels, kernel_size, stride, padding, dilation, groups
+    (2, 16, 9, 9, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # depthwise
+    (1, 32, 12, 10, 32, (3, 3), (2, 2), (1, 1), (1, 1), 32),  # depthwise, stride 2 (MobileNet)
+    (1, 8, 7, 7, 16, (5, 3), (1, 2), (2, 0), (2, 1), 8),  # depthwise, multiplier 2, dilated
+    (2, 16, 8, 8, 32, (3, 3), (1, 1), (1, 1), (1, 1), 4),  # grouped, 8 rows per group
+    (1, 6, 9, 5, 9, (3, 3), (1, 1), (0, 1), (1, 1), 3),  # grouped, 3 rows per group (not a block of 4)
+]
+
+
+@pytest.mark.parametrize("shape", GROUPED_SHAPES)
+def test_grouped_and_depthwise_conv2d_match_fp64(shape):
+    n, c, h, w_, oc, ks, st, pad, dil, groups = shape
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(*shape[:-1], seed=c + groups, groups=groups)
+    packed = pack_conv(w)
+    for qmin, bias in ((-128, b), (zo, None)):
+        got = P.conv2d_q8(x, sx, zx, packed, sw, bias, ks, st, pad, dil, so, zo, qmin, 127, groups)
+        v, want = exact(acc, sx, sw, bias, so, zo, qmin, 127, 1)
+        check_codes(got, v, want, zo, qmin, 127)
+        assert torch.equal(REF.conv2d_q8(x, sx, zx, packed, sw, bias, ks, st, pad, dil, so, zo, qmin, 127, groups),
+                           want)
+
+
+def test_grouped_conv2d_errors():
+    x, sx, zx, w, sw, b, so, zo, _ = conv_case(1, 8, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1), groups=8)
+    with pytest.raises(ValueError, match=r"conv2d_q8: groups \(3\) must be positive and divide both the input "
+                                         r"channels \(8\) and the output channels \(8, from weight_scales\)"):
+        P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [1, 1], [1, 1], [1, 1], so, zo, -128, 127, 3)
+    with pytest.raises(ValueError, match=r"packed \[8, 18\] weight .* in_features from input channels / groups"):
+        P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [1, 1], [1, 1], [1, 1], so, zo, -128, 127, 4)
+
+
 def test_conv2d_against_the_qdq_chain():
     x, sx, zx, w, sw, b, so, zo, _ = conv_case(2, 16, 10, 10, 32, (3, 3), (1, 1), (1, 1), (1, 1), seed=9)
     got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [1, 1], [1, 1], [1, 1], so, zo)
@@ -138,6 +169,10 @@ def isa_check():
     x, sx, zx, w, sw, b, so, zo, acc = conv_case(2, 5, 7, 7, 9, (3, 3), (2, 1), (1, 1), (1, 1), seed=2)
     got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [2, 1], [1, 1], [1, 1], so, zo)
     check_codes(got, *exact(acc, sx, sw, b, so, zo, -128, 127, 1), zo, -128, 127)
+    for groups, oc in ((4, 12), (8, 8)):  # grouped (the panels per group) and depthwise
+        x, sx, zx, w, sw, b, so, zo, acc = conv_case(1, 8, 6, 6, oc, (3, 3), (1, 1), (1, 1), (1, 1), 3, groups)
+        got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [1, 1], [1, 1], [1, 1], so, zo, -128, 127, groups)
+        check_codes(got, *exact(acc, sx, sw, b, so, zo, -128, 127, 1), zo, -128, 127)
 
 
 @pytest.mark.parametrize("cap,kernels", ISA_CASES)
@@ -151,6 +186,9 @@ def test_opcheck():
     xc, sx, zx, wc, sw, b, so, zo, _ = conv_case(1, 4, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1))
     opcheck(P.conv2d_q8.default, (xc, sx, zx, pack_conv(wc), sw, b, [3, 3], [1, 1], [1, 1],
                                   [1, 1], so, zo, -128, 127))
+    xc, sx, zx, wc, sw, b, so, zo, _ = conv_case(1, 4, 6, 6, 4, (3, 3), (1, 1), (1, 1), (1, 1), groups=4)
+    opcheck(P.conv2d_q8.default, (xc, sx, zx, pack_conv(wc), sw, b, [3, 3], [1, 1], [1, 1],
+                                  [1, 1], so, zo, -128, 127, 4))
 
 
 class StaticConv(torch.nn.Module):

@@ -13,7 +13,7 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from pt2q import _C
-from tests.kernels.test_linear_static import CONV_SHAPES, check_codes, conv_case, exact, make, pack_conv
+from tests.kernels.test_linear_static import CONV_SHAPES, GROUPED_SHAPES, check_codes, conv_case, exact, make, pack_conv
 from tests.cuda_support import needs_cuda_kernel
 
 pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_q8")]
@@ -102,6 +102,19 @@ def test_conv2d_matches_fp64_and_cpu(shape):
         check_codes(got, v, want, zo, qmin, 127)
         cpu = P.conv2d_q8(x, sx, zx, packed, sw, b, ks, st, pad, dil, so, zo, qmin, 127)
         check_codes(got, v, cpu, zo, qmin, 127)
+
+
+@pytest.mark.parametrize("shape", GROUPED_SHAPES)
+def test_grouped_and_depthwise_conv2d_match_fp64_and_cpu(shape):
+    n, c, h, w_, oc, ks, st, pad, dil, groups = shape
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(*shape[:-1], seed=c + groups, groups=groups)
+    packed = pack_conv(w)
+    got = P.conv2d_q8(x.cuda(), sx, zx, packed.cuda(), sw.cuda(), b.cuda(), ks, st, pad, dil, so, zo, -128, 127, groups)
+    assert got.is_cuda and got.shape == acc.shape
+    v, want = exact(acc, sx, sw, b, so, zo, -128, 127, 1)
+    check_codes(got.cpu(), v, want, zo, -128, 127)
+    check_codes(got.cpu(), v, P.conv2d_q8(x, sx, zx, packed, sw, b, ks, st, pad, dil, so, zo, -128, 127, groups),
+                zo, -128, 127)
 
 
 def test_conv2d_channels_last_and_sliced_input():

@@ -86,3 +86,43 @@ def test_lowered_static_model_exports_and_compiles():
     assert "pt2q.conv2d_q8.default" in {str(n.target) for n in ep.graph.nodes}
     assert torch.equal(ep.module()(x), low(x))
     assert torch.equal(torch.compile(low)(x), low(x))
+
+
+class MobileNetish(nn.Module):
+    """Depthwise-separable blocks (MobileNet), a depthwise conv with multiplier 2 and a grouped
+    conv (ResNeXt)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.dw1 = nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16)
+        self.pw1 = nn.Conv2d(16, 32, 1)
+        self.dw2 = nn.Conv2d(32, 64, 3, padding=1, groups=32, bias=False)
+        self.grouped = nn.Conv2d(64, 32, 3, padding=1, groups=4)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        x = torch.relu(self.pw1(torch.relu(self.dw1(x))))
+        x = torch.relu(self.grouped(self.dw2(x)))
+        return self.head(x.mean((2, 3)))
+
+
+def test_depthwise_and_grouped_convs_lower_with_their_groups():
+    torch.manual_seed(0)
+    model, x = MobileNetish().eval(), torch.randn(2, 3, 12, 12)
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _xnnpack())
+    for _ in range(4):
+        p(torch.randn(2, 3, 12, 12) * 1.5)
+    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    convs = [n for n in low.graph.nodes if n.target == P.conv2d_q8.default]
+    assert torch.ops.aten.conv2d.default not in _targets(low)
+    # groups is the 15th argument when it is not 1
+    assert sorted(n.args[14] if len(n.args) > 14 else 1 for n in convs) == [1, 1, 4, 16, 32]
+    outs = [n for n in qdq.graph.nodes if n.op == "output"][0].args[0]
+    step = outs[0].args[1]
+    for x2 in [x] + [torch.randn(2, 3, 12, 12) * 1.5 for _ in range(4)]:
+        a, b = qdq(x2), low(x2)
+        assert float((a - b).abs().max()) <= 1.5 * step
+    ep = torch.export.export(low, (x,))
+    assert torch.equal(ep.module()(x), low(x))
