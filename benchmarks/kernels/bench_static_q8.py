@@ -1,8 +1,9 @@
 """Static int8 conv2d and linear on CPU: pt2q.conv2d_q8 / linear_q8 (int8 codes in and out)
 against the float ops they replace (F.conv2d / F.linear in fp32, the baseline, and bf16) and
 against the eager quantize/dequantize chain of an unlowered XNNPACK graph (torch's
-dequantize_per_tensor -> fp32 op -> quantize_per_tensor), on ResNet-style convolutions and the
-demo CNN's small ones, and Llama-style linears at prefill row counts. Compute-bound: "GB/s" and
+dequantize_per_tensor -> fp32 op -> quantize_per_tensor), on ResNet-style convolutions, the
+demo CNN's small ones, MobileNet depthwise and ResNeXt grouped ones, and Llama-style linears at
+prefill row counts. Compute-bound: "GB/s" and
 "% BW" count the int8 operands only and are for reference.
 
     python benchmarks/kernels/bench_static_q8.py
@@ -24,42 +25,47 @@ from registry import Case, bandwidth_line, measure_bandwidth, report, run  # noq
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
-CONVS = [  # batch, in channels, size, out channels, kernel, stride
+CONVS = [  # batch, in channels, size, out channels, kernel, stride[, groups]
     (64, 1, 8, 16, 3, 1), (64, 16, 8, 32, 3, 1),  # the demo's digits CNN
     (1, 64, 56, 64, 3, 1), (1, 128, 28, 128, 3, 1), (1, 256, 14, 256, 3, 1), (1, 256, 56, 64, 1, 1),
     (8, 128, 28, 128, 3, 1), (1, 64, 56, 128, 3, 2),
 ]
+GROUPED = [  # MobileNet depthwise convolutions, a ResNeXt grouped one
+    (1, 32, 112, 32, 3, 1, 32), (1, 144, 56, 144, 3, 2, 144), (1, 512, 14, 512, 3, 1, 512),
+    (8, 256, 28, 256, 3, 1, 256), (1, 128, 28, 128, 3, 1, 32),
+]
 LINEARS = [(4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]  # N, K, M
 
 
-def conv_cases():
+def conv_cases(convs=CONVS + GROUPED):
     out = []
     g = torch.Generator().manual_seed(0)
-    for n, c, h, oc, k, s in CONVS:
+    for n, c, h, oc, k, s, *grp in convs:
+        gr = grp[0] if grp else 1
         x = torch.randint(-128, 128, (n, c, h, h), dtype=torch.int8, generator=g)
-        w = torch.randint(-127, 128, (oc, c, k, k), dtype=torch.int8, generator=g)
+        w = torch.randint(-127, 128, (oc, c // gr, k, k), dtype=torch.int8, generator=g)
         sw, b = torch.rand(oc, generator=g) * 0.01 + 1e-3, torch.randn(oc, generator=g)
         packed = P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(oc, -1).contiguous())
         xf, wf = (x.float() - 3) * 0.02, w.float() * sw[:, None, None, None]
         pad = k // 2
-        group = f"conv2d N={n} C={c} H=W={h} OC={oc} k={k} s={s}"
+        group = f"conv2d N={n} C={c} H=W={h} OC={oc} k={k} s={s}" + (f" groups={gr}" if gr > 1 else "")
         nbytes = x.numel() + w.numel() + n * oc * (h // s) ** 2
-        out.append(Case(group, "F.conv2d fp32", lambda xf=xf, wf=wf, b=b, s=s, p=pad: F.conv2d(xf, wf, b, s, p),
-                        4 * nbytes, baseline=True))
+        out.append(Case(group, "F.conv2d fp32", lambda xf=xf, wf=wf, b=b, s=s, p=pad, gr=gr: F.conv2d(
+            xf, wf, b, s, p, 1, gr), 4 * nbytes, baseline=True))
         xb, wb, bb = xf.bfloat16(), wf.bfloat16(), b.bfloat16()
-        out.append(Case(group, "F.conv2d bf16", lambda xb=xb, wb=wb, bb=bb, s=s, p=pad: F.conv2d(xb, wb, bb, s, p),
-                        2 * nbytes))
+        out.append(Case(group, "F.conv2d bf16", lambda xb=xb, wb=wb, bb=bb, s=s, p=pad, gr=gr: F.conv2d(
+            xb, wb, bb, s, p, 1, gr), 2 * nbytes))
         zeros = torch.zeros(oc, dtype=torch.int64)
 
-        def chain(x=x, w=w, sw=sw, b=b, s=s, p=pad, zeros=zeros):
+        def chain(x=x, w=w, sw=sw, b=b, s=s, p=pad, zeros=zeros, gr=gr):
             xd = QD.dequantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8)
             wd = QD.dequantize_per_channel(w, sw, zeros, 0, -127, 127, torch.int8)
-            return QD.quantize_per_tensor(F.conv2d(xd, wd, b, s, p), 0.05, 0, -128, 127, torch.int8)
+            return QD.quantize_per_tensor(F.conv2d(xd, wd, b, s, p, 1, gr), 0.05, 0, -128, 127, torch.int8)
 
         out.append(Case(group, "q/dq chain (eager)", chain, nbytes))
         out.append(Case(group, "pt2q.conv2d_q8",
-                        lambda x=x, pk=packed, sw=sw, b=b, k=k, s=s, p=pad: P.conv2d_q8(
-                            x, 0.02, 3, pk, sw, b, [k, k], [s, s], [p, p], [1, 1], 0.05, 0), nbytes))
+                        lambda x=x, pk=packed, sw=sw, b=b, k=k, s=s, p=pad, gr=gr: P.conv2d_q8(
+                            x, 0.02, 3, pk, sw, b, [k, k], [s, s], [p, p], [1, 1], 0.05, 0, -128, 127, gr), nbytes))
     return out
 
 

@@ -252,6 +252,7 @@ void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_row
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS
 
 #include "kernels/cpu/linear_int8_impl.h"
+#include "kernels/cpu/depthwise_q8_impl.h"
 
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
 
@@ -267,7 +268,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        &weightSums<WI4>,
                        &dotPanel<WI8>,
                        &dotPanel<WI4>,
-                       &expandInt4};
+                       &expandInt4,
+                       &depthwiseQ8Rows};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -2,6 +2,7 @@
 // per instruction set, picked at run time like the affine kernels (same PT2Q_CPU_ISA cap).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -50,6 +51,36 @@ using LinearDotPanelFn = void (*)(const int8_t* w, int64_t blocks, int64_t chunk
 /// 2 * chunks chunks each) of the same codes: many-row GEMMs decode each panel once this way.
 using LinearExpandInt4Fn = void (*)(const int8_t* w, int64_t blocks, int64_t chunks, int8_t* out);
 
+/// quantize_per_tensor's code of y = t * sx + b (fp32, in that order), as conv2d_q8 / linear_q8's
+/// epilogue computes it: clamped first (the codes saturate anyway), so |v| < 2^22 and adding then
+/// subtracting 1.5 * 2^23 rounds half to even as torch.round does, without a libm call.
+struct Q8Epilogue {
+  float sx, inv, zo, lo, hi;  // input scale, 1 / output scale, output zero point, clamp
+  int8_t operator()(float t, float b) const {
+    const float v = std::min(std::max((t * sx + b) * inv, lo - zo - 1.0f), hi - zo + 1.0f);
+    const float r = (v + 12582912.0f) - 12582912.0f + zo;
+    return static_cast<int8_t>(std::min(std::max(r, lo), hi));
+  }
+};
+
+/// A depthwise conv2d_q8 (one input channel per group): x channels last as int8 codes [n, h, w,
+/// c], weights [kh * kw, oc] int32 (tap-major, so a tap's weights over the channels are
+/// contiguous), output channel o reading input channel o / (oc / c). Output codes [n, oh, ow, oc];
+/// taps outside the input add nothing ((zx - zx) w).
+struct DepthwiseQ8 {
+  const int8_t* x = nullptr;
+  int64_t n = 0, h = 0, w = 0, c = 0, oc = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int32_t zx = 0;           // input zero point
+  const int32_t* wt = nullptr;
+  const float* scales = nullptr;  // [oc]: t = float(sum) * scale
+  const float* bias = nullptr;    // [oc]
+  Q8Epilogue epilogue{};
+  int8_t* out = nullptr;
+};
+/// Output rows [r0, r1) (r = image * oh + output row); `acc` holds oc int32 of scratch.
+using DepthwiseQ8Fn = void (*)(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_t* acc);
+
 struct LinearKernels {
   Isa isa;
   const char* name;
@@ -63,6 +94,7 @@ struct LinearKernels {
   LinearDotPanelFn w8_dot;
   LinearDotPanelFn w4_dot;
   LinearExpandInt4Fn expand_int4;
+  DepthwiseQ8Fn depthwise_q8;
 };
 
 /// W4A16 for bf16 activations (AVX512_BF16). `prepare_x` permutes `rows` rows of bf16 x (padded

@@ -18,21 +18,10 @@
 namespace pt2q {
 namespace {
 
-// y = t * s_x + b, t = s_w * sum in fp32, then quantize_per_tensor's rounding into a code.
-struct Requant {
-  float sx, inv, zo, lo, hi;
-  Requant(double input_scale, const Q8Output& q)
-      : sx(static_cast<float>(input_scale)), inv(static_cast<float>(1.0 / q.scale)),
-        zo(static_cast<float>(q.zero_point)), lo(static_cast<float>(q.quant_min)), hi(static_cast<float>(q.quant_max)) {}
-  int8_t operator()(float t, float b) const {
-    const float y = t * sx + b;
-    // Clamped first (the codes saturate anyway), so |v| < 2^22 and adding then subtracting
-    // 1.5 * 2^23 rounds half to even as torch.round does, without a libm call.
-    const float v = std::min(std::max(y * inv, lo - zo - 1.0f), hi - zo + 1.0f);
-    const float r = (v + 12582912.0f) - 12582912.0f + zo;
-    return static_cast<int8_t>(std::min(std::max(r, lo), hi));
-  }
-};
+cpu::Q8Epilogue epilogueOf(double input_scale, const Q8Output& q) {
+  return {static_cast<float>(input_scale), static_cast<float>(1.0 / q.scale), static_cast<float>(q.zero_point),
+          static_cast<float>(q.quant_min), static_cast<float>(q.quant_max)};
+}
 
 // Runs the panels over xu ([rows, xs], k valid bytes per row) and writes requantized codes into
 // out (row i at out + i * out_stride, n codes).
@@ -46,7 +35,7 @@ void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int3
   const float* bp = b32.defined() ? b32.const_data_ptr<float>() : nullptr;
   const std::vector<int32_t> zx128(rows, zx + 128);
   const PanelWeight w{pw.const_data_ptr<int8_t>(), 8, n, kp, 1, kp / packChunk(8), s4.const_data_ptr<float>()};
-  const Requant rq(input_scale, q);
+  const cpu::Q8Epilogue rq = epilogueOf(input_scale, q);
   runPanels(w, xu, xs, rows, zx128.data(), [&](int64_t r0, int64_t nr, int64_t c0, int64_t cols, const float* tmp) {
     const int64_t c1 = std::min(n, c0 + cols);
     for (int64_t i = r0; i < r0 + nr; ++i) {
@@ -101,46 +90,28 @@ void im2col(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad
   });
 }
 
-// Depthwise (one input channel per group): per output pixel, each tap adds (x - zx) w over all
-// output channels at once (channels last, so the loop over channels vectorizes); output channel o
-// reads input channel o / multiplier. Taps outside the input add (zx - zx) w = 0 and are skipped.
-void depthwiseRequantize(const Conv2dQ8Geometry& g, const uint8_t* x, int32_t zx128, const at::Tensor& packed,
-                         const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias, const Requant& rq,
-                         int8_t* out) {
-  const int64_t taps = g.kh * g.kw, oc = g.oc, mult = g.oc / g.c;
-  // [taps, oc] int32: one tap's weights over the channels are contiguous.
-  const at::Tensor wt = unpackWeightRef(packed, oc, taps, 8).t().to(at::kInt).contiguous();
+// Depthwise (one input channel per group): the ISA's microkernel over output rows in parallel.
+void depthwiseRequantize(const Conv2dQ8Geometry& g, const int8_t* x, int32_t zx, const at::Tensor& packed,
+                         const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                         const cpu::Q8Epilogue& e, int8_t* out) {
+  const int64_t taps = g.kh * g.kw;
+  const at::Tensor wt = unpackWeightRef(packed, g.oc, taps, 8).t().to(at::kInt).contiguous();  // [taps, oc]
   const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
-  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::zeros({oc}, s.options());
-  const int32_t* wp = wt.const_data_ptr<int32_t>();
-  const float* sp = s.const_data_ptr<float>();
-  const float* bp = b.const_data_ptr<float>();
+  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::zeros({g.oc}, s.options());
+  cpu::DepthwiseQ8 a;
+  a.x = x;
+  a.n = g.n, a.h = g.h, a.w = g.w, a.c = g.c, a.oc = g.oc, a.kh = g.kh, a.kw = g.kw, a.oh = g.oh, a.ow = g.ow;
+  a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw, a.dh = g.dh, a.dw = g.dw;
+  a.zx = zx;
+  a.wt = wt.const_data_ptr<int32_t>();
+  a.scales = s.const_data_ptr<float>();
+  a.bias = b.const_data_ptr<float>();
+  a.epilogue = e;
+  a.out = out;
+  const auto fn = cpu::linearKernels().depthwise_q8;
   at::parallel_for(0, g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
-    std::vector<int32_t> acc(oc);
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t bi = r / g.oh, oh = r % g.oh;
-      for (int64_t ow = 0; ow < g.ow; ++ow) {
-        std::fill(acc.begin(), acc.end(), 0);
-        for (int64_t i = 0; i < g.kh; ++i) {
-          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-          if (ih < 0 || ih >= g.h) continue;
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t iw = ow * g.sw - g.pw + j * g.dw;
-            if (iw < 0 || iw >= g.w) continue;
-            const uint8_t* px = x + ((bi * g.h + ih) * g.w + iw) * g.c;
-            const int32_t* w = wp + (i * g.kw + j) * oc;
-            int32_t* a = acc.data();
-            if (mult == 1) {
-              for (int64_t o = 0; o < oc; ++o) a[o] += (static_cast<int32_t>(px[o]) - zx128) * w[o];
-            } else {
-              for (int64_t o = 0; o < oc; ++o) a[o] += (static_cast<int32_t>(px[o / mult]) - zx128) * w[o];
-            }
-          }
-        }
-        int8_t* o = out + (r * g.ow + ow) * oc;
-        for (int64_t c = 0; c < oc; ++c) o[c] = rq(static_cast<float>(acc[c]) * sp[c], bp[c]);
-      }
-    }
+    std::vector<int32_t> acc(g.oc);
+    fn(a, r0, r1, acc.data());
   });
 }
 
@@ -152,16 +123,21 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   const Q8Output q{output_scale, output_zero_point, qmin, qmax};
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
                                            kernel_size, stride, padding, dilation, q, groups);
-  // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
-  const at::Tensor x = input.permute({0, 2, 3, 1}).view(at::kByte).bitwise_xor(128).contiguous();
-  const uint8_t* src = x.const_data_ptr<uint8_t>();
   const auto pad = static_cast<uint8_t>(input_zero_point + 128);
   const auto zx = static_cast<int32_t>(input_zero_point);
   at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
   const int64_t rows = g.n * g.oh * g.ow, k = g.k(), xs = roundUp(k, packChunk(8)) + 64;
   if (groups > 1 && g.cg() == 1) {
-    depthwiseRequantize(g, src, zx + 128, packed, weight_scales, bias, Requant(input_scale, q), out.data_ptr<int8_t>());
-  } else if (groups > 1) {
+    // Channels last (no copy for a channels-last input), signed codes.
+    const at::Tensor x = input.permute({0, 2, 3, 1}).contiguous();
+    depthwiseRequantize(g, x.const_data_ptr<int8_t>(), zx, packed, weight_scales, bias, epilogueOf(input_scale, q),
+                        out.data_ptr<int8_t>());
+    return out.permute({0, 3, 1, 2}).contiguous();
+  }
+  // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
+  const at::Tensor x = input.permute({0, 2, 3, 1}).view(at::kByte).bitwise_xor(128).contiguous();
+  const uint8_t* src = x.const_data_ptr<uint8_t>();
+  if (groups > 1) {
     // Each group is a convolution of its own: its channels' im2col rows against its rows of the
     // weight, repacked on their own (a group's rows need not start a packed block of 4).
     at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));

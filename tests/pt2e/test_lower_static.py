@@ -108,7 +108,7 @@ class MobileNetish(nn.Module):
         return self.head(x.mean((2, 3)))
 
 
-def test_depthwise_and_grouped_convs_lower_with_their_groups():
+def test_depthwise_convs_lower_with_their_groups_grouped_ones_stay_qdq():
     torch.manual_seed(0)
     model, x = MobileNetish().eval(), torch.randn(2, 3, 12, 12)
     p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _xnnpack())
@@ -116,9 +116,10 @@ def test_depthwise_and_grouped_convs_lower_with_their_groups():
         p(torch.randn(2, 3, 12, 12) * 1.5)
     qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
     convs = [n for n in low.graph.nodes if n.target == P.conv2d_q8.default]
-    assert torch.ops.aten.conv2d.default not in _targets(low)
-    # groups is the 15th argument when it is not 1
-    assert sorted(n.args[14] if len(n.args) > 14 else 1 for n in convs) == [1, 1, 4, 16, 32]
+    # groups is the 15th argument when it is not 1; the grouped conv (4 channels per group) stays
+    assert sorted(n.args[14] if len(n.args) > 14 else 1 for n in convs) == [1, 1, 16, 32]
+    left = [n for n in low.graph.nodes if n.target == torch.ops.aten.conv2d.default]
+    assert len(left) == 1 and left[0].args[6] == 4
     outs = [n for n in qdq.graph.nodes if n.op == "output"][0].args[0]
     step = outs[0].args[1]
     for x2 in [x] + [torch.randn(2, 3, 12, 12) * 1.5 for _ in range(4)]:
