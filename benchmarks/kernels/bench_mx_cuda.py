@@ -64,6 +64,8 @@ def cases(n):
                         lambda x=x, f=fmt: P.mx_fake_quantize(x, f, 32, 0), 2 * n * size))
             out.append((f"mx_quantize {fmt} {str(dtype)[6:]} last axis",
                         lambda x=x, f=fmt: P.mx_quantize(x, f), n * size + code_bytes(fmt, n) + n // 32))
+            out.append((f"mx_quantize {fmt} {str(dtype)[6:]} axis 0",
+                        lambda x=x, f=fmt: P.mx_quantize(x, f, 32, 0), n * size + code_bytes(fmt, n) + n // 32))
             c, s = P.mx_quantize(x, fmt)
             out.append((f"mx_dequantize {fmt} -> {str(dtype)[6:]} last axis",
                         lambda c=c, s=s, f=fmt, d=dtype: P.mx_dequantize(c, s, f, 32, -1, None, d),

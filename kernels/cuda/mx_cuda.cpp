@@ -70,6 +70,15 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCuda(const at::Tensor& x, c10::stri
                   "mx_quantize");
       return {codes, scales};
     }
+    if (layout.packed() && cuda::mxQuantizeColumnsPackedApplies(c, packing(layout), xc.size(-1))) {
+      at::Tensor codes = at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte));
+      at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
+      cuda::checkLaunch(cuda::mxQuantizeColumnsPacked(xc.const_data_ptr(), cuda::floatTypeOf(xc.scalar_type()),
+                                                      codes.data_ptr<uint8_t>(), scales.data_ptr<uint8_t>(), c,
+                                                      packing(layout), xc.size(-1), stream),
+                        "mx_quantize");
+      return {codes, scales};
+    }
   }
   at::Tensor codes = at::empty(xc.sizes(), xc.options().dtype(layout.bits > 8 ? at::kShort : at::kByte));
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));

@@ -57,6 +57,13 @@ bool mxQuantizePackedApplies(const void* x, FloatType t, const MxLaunch& c, cons
 cudaError_t mxQuantizePacked(const void* x, FloatType t, uint8_t* codes, uint8_t* scales, const MxLaunch& c,
                              const MxPacking& p, cudaStream_t stream);
 
+/// Whether mxQuantizeColumnsPacked takes this call: blocks along an earlier axis (inner > 1),
+/// codes of at most 8 bits packed 2 or 4 to a group, the last dimension (`last` elements) a
+/// multiple of the group. It writes the packed codes directly (no one-byte-per-code pass).
+bool mxQuantizeColumnsPackedApplies(const MxLaunch& c, const MxPacking& p, int64_t last);
+cudaError_t mxQuantizeColumnsPacked(const void* x, FloatType t, uint8_t* codes, uint8_t* scales, const MxLaunch& c,
+                                    const MxPacking& p, int64_t last, cudaStream_t stream);
+
 /// Packs one-byte codes [rows, len] into [rows, ceil(len / per_group) * group_bytes].
 cudaError_t mxPackCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t len, const MxPacking& p,
                         cudaStream_t stream);
