@@ -436,13 +436,24 @@ __global__ void quantizeColumnsPacked(const typename IO<K>::T* x, uint8_t* codes
   const int64_t w0 = (t % ngroups) * G, r = t / ngroups, o = r / nblocks, j = r % nblocks;
   const int64_t l0 = j * c.block, l1 = min(c.len, l0 + c.block);
   const mxd::ElemParams p = elemParams(c);
-  float inv[G];
+  // The G maxima in one pass over the rows: G adjacent loads per row share their cache line (G
+  // passes of columnMax measured 0.73x the unfused path for fp6 with fp32 x).
+  float amax[G], inv[G];
+  bool nan_seen[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) amax[g] = 0.0f, nan_seen[g] = false;
+  for (int64_t l = l0; l < l1; ++l) {
+    const typename IO<K>::T* row = x + (o * c.len + l) * c.inner + w0;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float a = fabsf(IO<K>::load(row[g]));
+      nan_seen[g] |= (a != a);
+      amax[g] = a > amax[g] ? a : amax[g];
+    }
+  }
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    float amax;
-    bool nan_seen;
-    columnMax<K>(x, c, o, l0, l1, w0 + g, amax, nan_seen);
-    const BlockScale b = blockScale(amax, nan_seen, c, p);
+    const BlockScale b = blockScale(amax[g], nan_seen[g], c, p);
     scales[(o * nblocks + j) * c.inner + w0 + g] = static_cast<uint8_t>(b.byte);
     inv[g] = b.kill != 0 ? 0.0f : b.inv;  // NaN and flushed blocks store the code of 0
   }
