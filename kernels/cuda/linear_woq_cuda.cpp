@@ -1,14 +1,15 @@
 // CUDA glue of linear_w8a16 / linear_w4a16: the shared checks, then the GEMV kernels
 // (linear_woq_cuda_kernels.cu: fp32 x, up to 16 rows; linear_woq_mma_kernels.cu: bf16 / fp16 x,
-// up to 256 rows); more rows, a K that is not a multiple of
-// the chunk, or x that is not 16-byte aligned take the reference path (dequantize, then cuBLAS).
-// The pack ops run their reference implementation on CUDA (the same layout as on CPU).
+// up to 256 rows); more rows dequantize the weight in x's dtype (pack_cuda_kernels.cu) for
+// cuBLAS; a K that is not a multiple of the chunk, or x that is not 16-byte aligned, take the
+// reference path (dequantize in fp32, then cuBLAS).
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 #include "kernels/cuda/glue.h"
 #include "kernels/cuda/linear_woq_cuda_kernels.h"
+#include "kernels/cuda/pack_cuda_kernels.h"
 #include "kernels/linear_weight_only_args.h"
 
 namespace pt2q {
@@ -23,11 +24,25 @@ at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packe
   const at::Tensor x = input.reshape({g.m, g.k}).contiguous();
   const bool aligned = reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0;
   const int64_t max_rows = input.scalar_type() == at::kFloat ? cuda::kWoqGemvMaxRows : cuda::kWoqMmaMaxRows;
-  if (g.m == 0 || g.m > max_rows || g.k % packChunk(BITS) != 0 || !aligned) {
-    return linearWeightOnlyRef(op, BITS, input, packed, scales, zero_points, bias);
-  }
   const at::Tensor s = scales.to(at::kFloat).contiguous();
   const at::Tensor z = zero_points.has_value() ? zero_points->to(at::kFloat).contiguous() : at::Tensor();
+  if (g.m > max_rows) {
+    // Many rows: the weight dequantized once in x's dtype (one kernel, rounded to nearest even),
+    // then cuBLAS: F.linear's numerics, as the CPU's bf16 path from 64 rows on. The GEMV would
+    // re-read the weight for every 16 rows (0.05x bf16 F.linear at 2048 rows).
+    at::Tensor w = at::empty({g.n, g.k}, input.options());
+    cuda::checkLaunch(cuda::dequantWeight(packed.contiguous().const_data_ptr<int8_t>(), g.n, g.k, BITS, g.groups,
+                                          g.group_size, s.const_data_ptr<float>(),
+                                          z.defined() ? z.const_data_ptr<float>() : nullptr, w.data_ptr(),
+                                          cuda::floatTypeOf(input.scalar_type()), at::cuda::getCurrentCUDAStream()),
+                      op);
+    const c10::optional<at::Tensor> b =
+        bias.has_value() ? c10::optional<at::Tensor>(bias->to(input.scalar_type())) : c10::nullopt;
+    return at::linear(input, w, b);
+  }
+  if (g.m == 0 || g.k % packChunk(BITS) != 0 || !aligned) {
+    return linearWeightOnlyRef(op, BITS, input, packed, scales, zero_points, bias);
+  }
   const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
   at::Tensor y = at::empty({g.m, g.n}, input.options());
   cuda::WoqGemv a;

@@ -4,6 +4,9 @@
 // in order, so a warp's reads are consecutive along the source row.
 #include "kernels/cuda/pack_cuda_kernels.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <climits>
 
@@ -116,6 +119,61 @@ __global__ void __launch_bounds__(kThreads) packWeightKernel(const int8_t* w, in
   if (BITS == 4 && bad != LLONG_MAX) reportBad(first_bad, bad);
 }
 
+template <typename T>
+__device__ __forceinline__ T fromFloat(float v);
+template <>
+__device__ __forceinline__ float fromFloat<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half_rn(v); }
+
+// One thread per 16-byte row slice of a chunk (16 int8 or 32 int4 codes), read as one load.
+template <int BITS, typename T>
+__global__ void __launch_bounds__(kThreads) dequantWeightKernel(const int8_t* packed, int64_t n, int64_t k,
+                                                                int64_t chunks, int64_t groups, int64_t group_size,
+                                                                const float* scales, const float* zero_points,
+                                                                T* out) {
+  constexpr int kChunk = BITS == 4 ? 32 : 16;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < n * chunks; t += stride) {
+    const int64_t row = t / chunks, c = t % chunks;
+    const uint4 v = reinterpret_cast<const uint4*>(packed)[((row / 4) * chunks + c) * 4 + row % 4];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int l = 0; l < kChunk; ++l) {
+      const int64_t j = c * kChunk + l;
+      if (j >= k) break;
+      // int8: byte l; int4: byte l % 16, its low nibble for l < 16, high above (stored v + 8)
+      const uint32_t byte = (w[(l % 16) / 4] >> (8 * (l % 4))) & 0xFFu;
+      const float code = BITS == 8 ? static_cast<float>(static_cast<int8_t>(byte))
+                                   : static_cast<float>(static_cast<int>((l < 16 ? byte : byte >> 4) & 0xFu) - 8);
+      const int64_t q = row * groups + j / group_size;
+      const float zp = zero_points != nullptr ? zero_points[q] : 0.0f;
+      out[row * k + j] = fromFloat<T>((code - zp) * scales[q]);
+    }
+  }
+}
+
+template <int BITS>
+cudaError_t dequantByType(const int8_t* packed, int64_t n, int64_t k, int64_t groups, int64_t group_size,
+                          const float* scales, const float* zero_points, void* out, FloatType out_t,
+                          cudaStream_t stream) {
+  const int64_t chunks = (k + (BITS == 4 ? 31 : 15)) / (BITS == 4 ? 32 : 16);
+  const unsigned blocks = blocksFor(n * chunks);
+  if (out_t == FloatType::kF32) {
+    dequantWeightKernel<BITS, float><<<blocks, kThreads, 0, stream>>>(packed, n, k, chunks, groups, group_size, scales,
+                                                                      zero_points, static_cast<float*>(out));
+  } else if (out_t == FloatType::kBF16) {
+    dequantWeightKernel<BITS, __nv_bfloat16><<<blocks, kThreads, 0, stream>>>(
+        packed, n, k, chunks, groups, group_size, scales, zero_points, static_cast<__nv_bfloat16*>(out));
+  } else {
+    dequantWeightKernel<BITS, __half><<<blocks, kThreads, 0, stream>>>(packed, n, k, chunks, groups, group_size, scales,
+                                                                       zero_points, static_cast<__half*>(out));
+  }
+  return cudaGetLastError();
+}
+
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 }  // namespace
@@ -148,6 +206,14 @@ cudaError_t packWeight(const int8_t* w, int64_t n, int64_t k, int bits, int8_t* 
     packWeightKernel<8><<<blocksFor(rows * chunks), kThreads, 0, stream>>>(w, n, k, chunks, rows, out, first_bad);
   }
   return cudaGetLastError();
+}
+
+cudaError_t dequantWeight(const int8_t* packed, int64_t n, int64_t k, int bits, int64_t groups, int64_t group_size,
+                          const float* scales, const float* zero_points, void* out, FloatType out_t,
+                          cudaStream_t stream) {
+  if (n * k == 0) return cudaSuccess;
+  return bits == 4 ? dequantByType<4>(packed, n, k, groups, group_size, scales, zero_points, out, out_t, stream)
+                   : dequantByType<8>(packed, n, k, groups, group_size, scales, zero_points, out, out_t, stream);
 }
 
 }  // namespace pt2q::cuda

@@ -50,6 +50,8 @@ def check(bits, x, w, s, z, bias):
     want = xd @ wd.t() + (0 if bias is None else bias.double())
     terms = xd.abs() @ wd.abs().t() + (0 if bias is None else bias.double().abs())
     lim = 2 * (k + 4) * EPS32 * terms + 2 * ULP[x.dtype] * want.abs() + 1e-30
+    if x.dtype != torch.float32 and xd.shape[0] > 256:  # weights rounded to x's dtype, then cuBLAS
+        lim = lim + ULP[x.dtype] * terms
     err = (got.cpu().double().reshape(want.shape) - want).abs()
     assert got.dtype == x.dtype and got.shape == (*x.shape[:-1], n)
     assert bool((err <= lim).all()), float((err - lim).max())
@@ -80,6 +82,28 @@ def test_long_k_several_splits_and_leading_dims(bits):
     check(bits, torch.randn(2, 3, 11008), w, s, z, torch.randn(64))
     w, s, z = make(bits, 4096, 4096, None, zp=False, seed=4)
     check(bits, torch.randn(1, 4096).to(torch.bfloat16), w, s, z, None)
+
+
+@pytest.mark.parametrize("bits,group,zp", [(8, None, False), (8, 64, True), (4, 128, False), (4, 32, True)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_many_rows_dequantize_then_cublas(bits, group, zp, dtype):
+    # Past the GEMVs' rows: the weight dequantized in x's dtype, then F.linear, bit for bit the
+    # same as F.linear on the weight dequantized by torch (fp32, rounded to nearest even).
+    n, k = 72, 512
+    w, s, z = make(bits, n, k, group, zp, seed=bits + k)
+    b = torch.randn(n)
+    for shape in ((300, k), (2, 1100, k)):
+        x = torch.randn(*shape).to(dtype)
+        check(bits, x, w, s, z, b)
+        groups = s.numel() // n
+        wd = w.float().reshape(n, groups, -1)
+        if z is not None:
+            wd = wd - z.float().reshape(n, groups, 1)
+        wd = (wd * s.float().reshape(n, groups, 1)).reshape(n, k)
+        op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+        pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+        got = op(x.cuda(), pack(w.cuda()), s.cuda(), None if z is None else z.cuda(), b.cuda())
+        assert torch.equal(got, torch.nn.functional.linear(x.cuda(), wd.to(dtype).cuda(), b.to(dtype).cuda()))
 
 
 def test_reference_path_for_unaligned_or_ragged_inputs():
