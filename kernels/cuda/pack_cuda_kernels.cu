@@ -4,8 +4,7 @@
 // in order, so a warp's reads are consecutive along the source row.
 #include "kernels/cuda/pack_cuda_kernels.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "kernels/cuda/affine_cuda_math.cuh"
 
 #include <algorithm>
 #include <climits>
@@ -119,15 +118,6 @@ __global__ void __launch_bounds__(kThreads) packWeightKernel(const int8_t* w, in
   if (BITS == 4 && bad != LLONG_MAX) reportBad(first_bad, bad);
 }
 
-template <typename T>
-__device__ __forceinline__ T fromFloat(float v);
-template <>
-__device__ __forceinline__ float fromFloat<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half_rn(v); }
-
 // One thread per 16-byte row slice of a chunk (16 int8 or 32 int4 codes), read as one load.
 template <int BITS, typename T>
 __global__ void __launch_bounds__(kThreads) dequantWeightKernel(const int8_t* packed, int64_t n, int64_t k,
@@ -150,7 +140,7 @@ __global__ void __launch_bounds__(kThreads) dequantWeightKernel(const int8_t* pa
                                    : static_cast<float>(static_cast<int>((l < 16 ? byte : byte >> 4) & 0xFu) - 8);
       const int64_t q = row * groups + j / group_size;
       const float zp = zero_points != nullptr ? zero_points[q] : 0.0f;
-      out[row * k + j] = fromFloat<T>((code - zp) * scales[q]);
+      out[row * k + j] = affine::fromFloat<T>((code - zp) * scales[q]);
     }
   }
 }
