@@ -1,6 +1,6 @@
 // CUDA glue of linear_w8a16 / linear_w4a16: the shared checks, then the GEMV kernels
 // (linear_woq_cuda_kernels.cu: fp32 x, up to 16 rows; linear_woq_mma_kernels.cu: bf16 / fp16 x,
-// up to 256 rows); more rows dequantize the weight in x's dtype (pack_cuda_kernels.cu) for
+// up to 63 rows); more rows dequantize the weight in x's dtype (pack_cuda_kernels.cu) for
 // cuBLAS; a K that is not a multiple of the chunk, or x that is not 16-byte aligned, take the
 // reference path (dequantize in fp32, then cuBLAS).
 #include <ATen/cuda/CUDAContext.h>
@@ -15,6 +15,8 @@
 namespace pt2q {
 namespace {
 
+constexpr int64_t kGemvBelowRows = 64;  // bf16 / fp16 x: the GEMV below this many rows
+
 template <int BITS>
 at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
                                 const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias) {
@@ -23,7 +25,9 @@ at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packe
   const c10::cuda::CUDAGuard guard(input.device());
   const at::Tensor x = input.reshape({g.m, g.k}).contiguous();
   const bool aligned = reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0;
-  const int64_t max_rows = input.scalar_type() == at::kFloat ? cuda::kWoqGemvMaxRows : cuda::kWoqMmaMaxRows;
+  // bf16 / fp16 x from 64 rows on take F.linear's numerics, as on CPU: on the H100 the dequantize
+  // + cuBLAS path ran 2x the tensor-core GEMV at 128 rows (0.39x against 0.20x bf16 F.linear).
+  const int64_t max_rows = input.scalar_type() == at::kFloat ? cuda::kWoqGemvMaxRows : kGemvBelowRows - 1;
   const at::Tensor s = scales.to(at::kFloat).contiguous();
   const at::Tensor z = zero_points.has_value() ? zero_points->to(at::kFloat).contiguous() : at::Tensor();
   if (g.m > max_rows) {
