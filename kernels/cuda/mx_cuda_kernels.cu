@@ -558,6 +558,20 @@ __global__ void dequantizeElements(const uint8_t* codes, const uint8_t* scales, 
   y[i] = IO<K>::store(scaled(v, s));
 }
 
+// The scale byte of element e's block (blocks along the last axis, rows of len).
+__device__ __forceinline__ uint32_t rowBlockScale(const uint8_t* scales, int64_t e, int64_t len, int64_t block) {
+  return scales[(e / len) * ((len + block - 1) / block) + (e % len) / block];
+}
+
+// A thread's N outputs (a multiple of 16 bytes, 16-byte aligned at dst) as 16-byte stores.
+template <typename T, int N>
+__device__ __forceinline__ void storeVectors(const T (&out)[N], T* dst) {
+  uint4 v[sizeof(out) / 16];
+  memcpy(v, out, sizeof(out));
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(out) / 16); ++i) reinterpret_cast<uint4*>(dst)[i] = v[i];
+}
+
 // Blocks along the last axis, rows and blocks multiples of 8: 8 elements per thread, which share
 // one scale byte; their codes are one 8-byte load (byte codes) or 4-byte load (nibbles), their
 // outputs 16 or 32 bytes.
@@ -569,8 +583,8 @@ __global__ void dequantizeRows8(const uint8_t* codes, const uint8_t* scales, typ
   loadTable(t, table);
   const int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (g >= n8) return;
-  const int64_t e = g * 8, o = e / len, l = e % len;
-  const uint32_t s = scales[o * ((len + block - 1) / block) + l / block];
+  const int64_t e = g * 8;
+  const uint32_t s = rowBlockScale(scales, e, len, block);
   uint32_t c[8];
   if constexpr (NIBBLES) {
     const uint32_t w = reinterpret_cast<const uint32_t*>(codes)[g];
@@ -587,11 +601,7 @@ __global__ void dequantizeRows8(const uint8_t* codes, const uint8_t* scales, typ
   T out[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) out[i] = IO<K>::store(scaled(t[c[i]], s));
-  uint4* dst = reinterpret_cast<uint4*>(y + e);
-  uint4 v[sizeof(out) / 16];
-  memcpy(v, out, sizeof(out));
-#pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(out) / 16); ++i) dst[i] = v[i];
+  storeVectors(out, y + e);
 }
 
 // Six-bit codes (fp6, four per three bytes) along the last axis, rows and blocks multiples of 16:
@@ -606,8 +616,8 @@ __global__ void dequantizeRows16Six(const uint8_t* codes, const uint8_t* scales,
   loadTable(t, table);
   const int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (g >= n16) return;
-  const int64_t e = g * 16, o = e / len, l = e % len;
-  const uint32_t s = scales[o * ((len + block - 1) / block) + l / block];
+  const int64_t e = g * 16;
+  const uint32_t s = rowBlockScale(scales, e, len, block);
   const uint32_t* p = reinterpret_cast<const uint32_t*>(codes) + 3 * g;
   const uint32_t w[4] = {__ldg(p), __ldg(p + 1), __ldg(p + 2), 0u};
   T out[16];
@@ -616,11 +626,7 @@ __global__ void dequantizeRows16Six(const uint8_t* codes, const uint8_t* scales,
     const int word = 6 * j / 32, off = 6 * j % 32;
     out[j] = IO<K>::store(scaled(t[__funnelshift_r(w[word], w[word + 1], off) & 63u], s));
   }
-  uint4* dst = reinterpret_cast<uint4*>(y + e);
-  uint4 v[sizeof(out) / 16];
-  memcpy(v, out, sizeof(out));
-#pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(out) / 16); ++i) dst[i] = v[i];
+  storeVectors(out, y + e);
 }
 
 template <FloatType K>
