@@ -65,7 +65,8 @@ def copies(make, nbytes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--m", default="1,4,16,128,2048", help="rows of x, comma-separated")
-    ap.add_argument("--only", default="", help="time only the ops whose name holds this text (and bf16 F.linear)")
+    ap.add_argument("--only", default="",
+                    help="time only the ops whose name holds one of these comma-separated texts (and bf16 F.linear)")
     args = ap.parse_args()
     m_list = [int(v) for v in args.m.split(",")]
     bw0 = copy_probe()
@@ -117,7 +118,7 @@ def main():
                           n * k + m * k + 2 * m * n))
             base = None
             for name, fn, nbytes in cases:
-                if args.only and args.only not in name and name != "bf16 F.linear":
+                if args.only and not any(o in name for o in args.only.split(",")) and name != "bf16 F.linear":
                     continue
                 try:
                     ms = graph_ms(fn)

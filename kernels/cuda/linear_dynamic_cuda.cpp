@@ -1,5 +1,6 @@
 // CUDA glue of linear_w8a8 / linear_w4a8: the shared checks, then per-token quantization and the
-// int8 tensor-core GEMV (linear_dynamic_cuda_kernels.cu), 16 rows of x per slice of its grid. The
+// int8 tensor-core GEMV (linear_dynamic_cuda_kernels.cu, 16 rows of x per slice of its grid) or,
+// for many rows, GEMM (linear_dynamic_gemm_kernels.cu). The
 // per-tensor variant (per_tensor_eps) quantizes x with torch's ops and then runs the same GEMV. A
 // K that is not a multiple of the chunk and int8 groups that are not a multiple of 32 take the
 // reference path.
@@ -75,6 +76,7 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
   a.y = y.data_ptr();
   a.yt = cuda::floatTypeOf(input.scalar_type());
+  a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   cuda::checkLaunch(cuda::linearDynamicGemv(a, stream), op);
   return y.reshape(linearOutputShape(input.sizes(), g.n));
 }

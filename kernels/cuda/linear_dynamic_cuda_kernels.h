@@ -1,8 +1,8 @@
-// Torch-free CUDA kernels of linear_w8a8 / linear_w4a8, made for few input rows (decode): each row of x
-// is quantized per token (int8, asymmetric; quantized_decomposed's choose_qparams_per_token_
-// asymmetric + quantize_per_token, bit for bit), then an int8 tensor-core GEMV streams the CPU's
-// packed weights ("n4k16" int8, "n4k32" int4; kernels/README.md). The glue is
-// kernels/cuda/linear_dynamic_cuda.cpp.
+// Torch-free CUDA kernels of linear_w8a8 / linear_w4a8 (and linear_q8's int8 products): each row of
+// x is quantized per token (int8, asymmetric; quantized_decomposed's choose_qparams_per_token_
+// asymmetric + quantize_per_token, bit for bit), then an int8 tensor-core GEMV (few rows, decode)
+// or GEMM (from dynGemmMinRows() rows) reads the CPU's packed weights ("n4k16" int8, "n4k32"
+// int4; kernels/README.md). The glue is kernels/cuda/linear_dynamic_cuda.cpp.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,8 @@
 
 namespace pt2q::cuda {
 
-/// The most x rows the GEMV takes (16 per slice of the grid, 65535 slices). It re-reads the weight
-/// for each 16 rows (mostly from L2): a GEMV, not the tensor-core GEMM large batches want.
+/// The most x rows one call takes (the GEMV: 16 per slice of the grid, 65535 slices; it re-reads
+/// the weight for each 16 rows, so from dynGemmMinRows() rows on the GEMM runs instead).
 constexpr int64_t kDynGemvMaxRows = 16 * 65535;
 
 struct TokenCodes {
@@ -49,11 +49,24 @@ struct DynGemv {
   void* y = nullptr;  // [m, n] in yt (int8 codes with q8.on)
   FloatType yt = FloatType::kF32;
   Q8Requant q8;  // on: linear_q8 (int8 weight per channel, no weight zero points)
+  int sm_count = 132;  // multiprocessors, to size the GEMM's weight tiles
 };
 
 /// y = sx (sum_k (q - zx)(w - zw) s_w) + bias: int32 sums per span of a group on tensor cores
-/// (exact), scaled in fp32 in a fixed order (deterministic).
+/// (exact), scaled in fp32 in a fixed order (deterministic). From dynGemmMinRows() rows of x on it
+/// runs linearDynamicGemm.
 cudaError_t linearDynamicGemv(const DynGemv& a, cudaStream_t stream);
+
+/// Where the GEMM takes over from the GEMV. On the H100 the GEMV was faster at 64 rows on two of
+/// the four benchmark shapes and the GEMM at 128 rows on all four (docs/perf_linear_cuda.md). The
+/// environment variable PT2Q_CUDA_GEMM_MIN_ROWS overrides it (for benchmarks).
+constexpr int64_t kDynGemmMinRows = 96;
+int64_t dynGemmMinRows();
+
+/// The same arithmetic as a GEMM (linear_dynamic_gemm_kernels.cu): each weight tile is read once
+/// per 128 rows of x (the GEMV reads it once per 16). Any number of rows; x's code rows must be
+/// 16-byte aligned, as for the GEMV.
+cudaError_t linearDynamicGemm(const DynGemv& a, cudaStream_t stream);
 
 /// Whether the GEMV takes this weight layout (int8 groups must be a multiple of 32). With q8.on:
 /// int8 per channel only.

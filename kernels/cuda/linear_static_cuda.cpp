@@ -37,6 +37,7 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
   a.scales = s.const_data_ptr<float>();
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
   a.q8.on = true;
+  a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   a.q8.zx = static_cast<int32_t>(input_zero_point);
   a.q8.sx = static_cast<float>(input_scale);
   a.q8.inv = static_cast<float>(1.0 / q.scale);

@@ -1,7 +1,7 @@
 """linear_q8 / conv2d_q8 on CUDA (the int8 tensor-core GEMV in its linear_q8 mode; conv2d_q8 through
 an im2col kernel). Codes against the exact fp64 computation from the codes (equal except within
 fp32 rounding of a .5 tie, there at most one apart: the CPU test's rule) and against the CPU kernel
-by the same rule; M in {1, 2, 7, 16, 33, 128, 2048}, odd N, K not a multiple of 16, fused relu,
+by the same rule; M in {1, 2, 7, 16, 33, 64, 128, 129, 2048} (the GEMM from 64 rows on), odd N, K not a multiple of 16, fused relu,
 no bias, extreme codes at the int32 limit of K, misaligned and strided inputs, more rows than one
 launch takes, deterministic; the reference path past that K; errors; opcheck.
 Runs on the GPU machine; skipped elsewhere."""
@@ -38,7 +38,7 @@ def check_linear_cuda(x, sx, zx, w, sw, b, so, zo, qmin=-128, qmax=127, xc=None)
     return got
 
 
-@pytest.mark.parametrize("m", [1, 2, 7, 16, 33, 128, 2048])
+@pytest.mark.parametrize("m", [1, 2, 7, 16, 33, 64, 128, 129, 2048])
 @pytest.mark.parametrize("n,k", [(5, 33), (67, 256), (130, 512), (64, 1000), (257, 4096)])
 def test_linear_matches_fp64_and_cpu(m, n, k):
     check_linear_cuda(*make(n, k, (m,), seed=m + n))
