@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 
@@ -43,6 +44,21 @@ __device__ __forceinline__ int8_t requantize(const Q8Requant& q, float s_w, int 
   const float y = __fadd_rn(__fmul_rn(__fmul_rn(s_w, static_cast<float>(sum)), q.sx), bias);
   const float v = fminf(fmaxf(__fmul_rn(y, q.inv), q.lo - q.zo - 1.0f), q.hi - q.zo + 1.0f);
   return static_cast<int8_t>(fminf(fmaxf(rintf(v) + q.zo, q.lo), q.hi));
+}
+
+// The span width W (bytes per lane per row per span) for a weight layout, handed to launch(W,
+// GROUPED) as integral constants: a span never crosses a group, so per group W is the widest of
+// 16 / 8 / 4 whose span divides the group; per channel it is 16. The GEMV and the GEMM share it.
+template <int BITS, class Launch>
+cudaError_t withSpan(const DynGemv& a, Launch launch) {
+  using G = std::true_type;
+  using C = std::false_type;
+  if (a.groups == 1) return launch(std::integral_constant<int, 16>(), C());
+  const int64_t per_byte = BITS == 8 ? 1 : 2;  // k values per byte
+  if (a.group_size % (64 * per_byte) == 0) return launch(std::integral_constant<int, 16>(), G());
+  if (BITS == 8 || a.group_size % 64 == 0) return launch(std::integral_constant<int, 8>(), G());
+  if constexpr (BITS == 4) return launch(std::integral_constant<int, 4>(), G());
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace pt2q::cuda::dyn

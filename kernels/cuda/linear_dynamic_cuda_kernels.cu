@@ -378,12 +378,9 @@ cudaError_t launchDyn(const DynGemv& a, cudaStream_t stream) {
 
 template <int BITS, int NT>
 cudaError_t bySpan(const DynGemv& a, cudaStream_t stream) {
-  if (a.groups == 1) return launchDyn<BITS, 16, NT, false>(a, stream);
-  const int64_t per_byte = BITS == 8 ? 1 : 2;  // k values per byte
-  if (a.group_size % (64 * per_byte) == 0) return launchDyn<BITS, 16, NT, true>(a, stream);
-  if (BITS == 8 || a.group_size % 64 == 0) return launchDyn<BITS, 8, NT, true>(a, stream);
-  if constexpr (BITS == 4) return launchDyn<BITS, 4, NT, true>(a, stream);
-  return cudaErrorInvalidValue;
+  return withSpan<BITS>(a, [&](auto w, auto grouped) {
+    return launchDyn<BITS, decltype(w)::value, NT, decltype(grouped)::value>(a, stream);
+  });
 }
 
 template <FloatType T>

@@ -380,12 +380,9 @@ cudaError_t byZeroPoints(const DynGemv& a, cudaStream_t stream) {
 
 template <int BITS, int RT>
 cudaError_t bySpan(const DynGemv& a, cudaStream_t stream) {
-  if (a.groups == 1) return byZeroPoints<BITS, 16, RT, false>(a, stream);
-  const int64_t per_byte = BITS == 8 ? 1 : 2;  // k values per byte
-  if (a.group_size % (64 * per_byte) == 0) return byZeroPoints<BITS, 16, RT, true>(a, stream);
-  if (BITS == 8 || a.group_size % 64 == 0) return byZeroPoints<BITS, 8, RT, true>(a, stream);
-  if constexpr (BITS == 4) return byZeroPoints<BITS, 4, RT, true>(a, stream);
-  return cudaErrorInvalidValue;
+  return withSpan<BITS>(a, [&](auto w, auto grouped) {
+    return byZeroPoints<BITS, decltype(w)::value, RT, decltype(grouped)::value>(a, stream);
+  });
 }
 
 }  // namespace
