@@ -27,6 +27,7 @@ const AnnotatorRegistry& defaultAnnotatorRegistry() {
     registerXnnpackAnnotators(r);
     registerEmbeddingAnnotators(r);
     registerX86Annotators(r);
+    registerLinearAnnotators(r);
     return r;
   }();
   return registry;

@@ -51,7 +51,8 @@ class AnnotatorRegistry {
 };
 
 /// Every annotator pt2q has: XNNPACK's (quantizers/xnnpack_annotators.cpp), X86's
-/// (quantizers/x86_annotators.cpp) and embedding.
+/// (quantizers/x86_annotators.cpp), embedding and the native linears' "native_linear"
+/// (quantizers/linear_annotators.cpp).
 const AnnotatorRegistry& defaultAnnotatorRegistry();
 
 /// Runs annotators by name in order (first annotation of a node wins).
@@ -68,6 +69,7 @@ void propagateAnnotation(Graph& graph);
 void registerXnnpackAnnotators(AnnotatorRegistry& r);
 void registerEmbeddingAnnotators(AnnotatorRegistry& r);
 void registerX86Annotators(AnnotatorRegistry& r);
+void registerLinearAnnotators(AnnotatorRegistry& r);
 
 /// X86's last step: int8-in-int8-out ops (max_pool2d, cat, avg_pool2d, adaptive_avg_pool2d,
 /// flatten) whose output is quantized share their input edge's observer for the output.

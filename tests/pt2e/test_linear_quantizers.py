@@ -231,3 +231,121 @@ def test_group_statistics_survive_a_calibration_file(tmp_path):
     a, b = pt2q.convert_pt2e(p), pt2q.convert_pt2e(fresh)
     assert torch.equal(a(x), b(x))
     assert _targets(pt2q.convert_pt2e(fresh, lower_to_native=True)).count(P.linear_w4a16.default) == 2
+
+
+# The annotation rule, written plainly in Python (what the quantizers did before the C++
+# annotator "native_linear" took over): the reference the C++ annotator is compared with.
+def _reference_annotations(gm, weight_spec, input_spec, selected):
+    out = {}
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target != torch.ops.aten.linear.default or not selected(n):
+            continue
+        if "quantization_annotation" in n.meta:
+            continue
+        x = n.args[0] if n.args else None
+        w = n.args[1] if len(n.args) > 1 else None
+        if not isinstance(w, torch.fx.Node):
+            continue
+        specs = {w.name: weight_spec}
+        if input_spec is not None and isinstance(x, torch.fx.Node):
+            specs[x.name] = input_spec
+        out[n.name] = specs
+    return out
+
+
+def _annotations(gm):
+    out = {}
+    for n in gm.graph.nodes:
+        a = n.meta.get("quantization_annotation")
+        if a is not None:
+            assert a.output_qspec is None and a._annotated
+            out[n.name] = {k.name: v for k, v in a.input_qspec_map.items()}
+    return out
+
+
+class Mixed(nn.Module):
+    """Linears in nested modules, a functional linear whose weight is a model input, one whose
+    input is its own weight, and one without bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.blk = nn.Sequential(nn.Linear(16, 16, bias=False), nn.ReLU(), nn.Linear(16, 16))
+        self.c = nn.Conv1d(4, 4, 1)
+
+    def forward(self, x, w):
+        y = self.blk(self.a(x))
+        z = torch.nn.functional.linear(y, w)
+        s = torch.nn.functional.linear(w, w)
+        return z, s, self.c(x.reshape(4, 4, 4))
+
+
+QUANTIZERS = [Int8WeightOnlyQuantizer, lambda: Int4WeightOnlyQuantizer(32), Int8DynActInt8WeightQuantizer,
+              lambda: Int8DynActInt4WeightQuantizer(64)]
+
+
+@pytest.mark.parametrize("make_q", QUANTIZERS)
+@pytest.mark.parametrize("filters", [(), ("name", "blk.2"), ("type", nn.Linear), ("name", "a", "name", "blk")])
+def test_cpp_annotator_matches_the_reference_rule(make_q, filters):
+    from pt2q.quantizer._annotate import module_name_filter, module_type_filter
+
+    args = (torch.randn(4, 16), torch.randn(16, 16))
+    q = make_q()
+    preds = []
+    for kind, arg in zip(filters[::2], filters[1::2]):
+        if kind == "name":
+            q.set_module_name(arg)
+            preds.append(module_name_filter(arg))
+        else:
+            q.set_module_type(arg)
+            preds.append(module_type_filter(arg))
+    selected = (lambda n: any(f(n) for f in preds)) if preds else (lambda n: True)
+    gm = torch.export.export(Mixed().eval(), args).module()
+    want = _reference_annotations(gm, q._weight_spec, q._input_spec, selected)
+    q.annotate(gm)
+    got = _annotations(gm)
+    assert got.keys() == want.keys() and len(want) >= (1 if filters else 4)
+    for name, specs in want.items():
+        assert list(got[name]) == list(specs)  # weight first, as the map's order
+        assert all(got[name][a] is s for a, s in specs.items())  # the quantizer's own spec objects
+    # F.linear(w, w): one edge, the input spec where there is one (the later dict entry wins)
+    if not filters:
+        self_lin = next(n for n in gm.graph.nodes if n.op == "call_function" and n.args[:1] == n.args[1:2])
+        assert len(got[self_lin.name]) == 1
+
+
+def test_cpp_annotator_leaves_another_quantizers_linears_alone():
+    """Composed after XNNPACK's quantizer (module filter on `a`), the linear quantizer takes the
+    other linears and keeps XNNPACK's annotation objects (ComposableQuantizer checks identity)."""
+    from pt2q.quantizer import ComposableQuantizer, XNNPACKQuantizer, get_symmetric_quantization_config
+
+    args = (torch.randn(4, 16), torch.randn(16, 16))
+    gm = torch.export.export(Mixed().eval(), args).module()
+    xnn = XNNPACKQuantizer().set_module_name("a", get_symmetric_quantization_config())
+    lin = Int8DynActInt8WeightQuantizer()
+    ComposableQuantizer([xnn, lin]).annotate(gm)
+    anns = {n.name: n.meta["quantization_annotation"] for n in gm.graph.nodes if "quantization_annotation" in n.meta}
+    a_lin = next(n for n in gm.graph.nodes if n.target == torch.ops.aten.linear.default)
+    assert anns[a_lin.name].output_qspec is not None  # XNNPACK's: it quantizes the output too
+    others = [n for n in gm.graph.nodes if n.target == torch.ops.aten.linear.default and n is not a_lin]
+    assert len(others) == 4 and all(anns[n.name].output_qspec is None for n in others)
+    p = pt2q.prepare_pt2e(torch.export.export(Mixed().eval(), args).module(),
+                          ComposableQuantizer([xnn, lin]))
+    p(*args)
+    out = pt2q.convert_pt2e(p)(*args)
+    assert all(torch.isfinite(t).all() for t in out)
+
+
+def test_cpp_annotator_errors_leave_the_graph_unchanged():
+    from pt2q import graph as G
+    from pt2q._C import quantizers as cq
+
+    gm = torch.export.export(nn.Linear(8, 4).eval(), (torch.randn(2, 8),)).module()
+    g = G.from_fx(gm)
+    before = [n.annotation for n in g.nodes()]
+    with pytest.raises(RuntimeError, match="native_linear annotator: the quantization config has no weight spec"):
+        cq.annotate(g, ["native_linear"], {"weight": None}, None)
+    with pytest.raises(RuntimeError, match="unknown annotator 'native_linear_x'; the annotators are: .*native_linear"):
+        cq.annotate(g, ["native_linear_x"], {"weight": None}, None)
+    assert [n.annotation for n in g.nodes()] == before
+    assert "native_linear" in cq.annotators()

@@ -20,8 +20,9 @@ import torch
 from torch import fx
 
 from pt2q import observer as _obs
-from pt2q.quantizer._annotate import module_name_filter, module_type_filter
-from pt2q.quantizer.quantizer import Q_ANNOTATION_KEY, QuantizationAnnotation, QuantizationSpec, Quantizer
+from pt2q.quantizer._annotate import AnnotationSession, module_name_filter, module_type_filter
+from pt2q.quantizer.quantizer import QuantizationSpec, Quantizer
+from pt2q.quantizer.utils import QuantizationConfig
 
 __all__ = ["Int8WeightOnlyQuantizer", "Int4WeightOnlyQuantizer", "Int8DynActInt8WeightQuantizer",
            "Int8DynActInt4WeightQuantizer"]
@@ -77,22 +78,17 @@ class _LinearQuantizer(Quantizer):
         self._filters.append(module_type_filter(module_type))
         return self
 
-    def _selected(self, n: fx.Node) -> bool:
-        return not self._filters or any(f(n) for f in self._filters)
+    def _node_filter(self) -> Optional[Callable[[fx.Node], bool]]:
+        filters = list(self._filters)
+        return None if not filters else (lambda n: any(f(n) for f in filters))
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
-        weight_spec, input_spec = self._weight_spec, self._input_spec
-        for n in model.graph.nodes:
-            if n.op != "call_function" or n.target != torch.ops.aten.linear.default or not self._selected(n):
-                continue
-            x = n.args[0] if n.args else None
-            weight: Optional[fx.Node] = n.args[1] if len(n.args) > 1 else None
-            if not isinstance(weight, fx.Node) or Q_ANNOTATION_KEY in n.meta:
-                continue
-            specs = {weight: weight_spec}
-            if input_spec is not None and isinstance(x, fx.Node):
-                specs[x] = input_spec
-            n.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=specs, _annotated=True)
+        # The C++ annotator "native_linear" (quantizers/linear_annotators.cpp) does the work, so
+        # C++ users annotate the same way.
+        session = AnnotationSession(model)
+        config = QuantizationConfig(self._input_spec, None, self._weight_spec, None)
+        session.run(["native_linear"], config, self._node_filter(), check=False)
+        session.write_back()
         return model
 
     def validate(self, model: fx.GraphModule) -> None:
