@@ -23,8 +23,21 @@ cpu::Q8Epilogue epilogueOf(double input_scale, const Q8Output& q) {
           static_cast<float>(q.quant_min), static_cast<float>(q.quant_max)};
 }
 
-// Runs the panels over xu ([rows, xs], k valid bytes per row) and writes requantized codes into
-// out (row i at out + i * out_stride, n codes).
+// Runs the panels of w over xu ([rows, xs]) and writes requantized codes into out (row i at out +
+// i * out_stride, w.n codes). zx128: each row's zero point + 128.
+void panelsRequantize(const PanelWeight& w, const uint8_t* xu, int64_t xs, int64_t rows, const int32_t* zx128,
+                      const float* bias, const cpu::Q8Epilogue& rq, int8_t* out, int64_t out_stride) {
+  runPanels(w, xu, xs, rows, zx128, [&](int64_t r0, int64_t nr, int64_t c0, int64_t cols, const float* tmp) {
+    const int64_t c1 = std::min(w.n, c0 + cols);
+    for (int64_t i = r0; i < r0 + nr; ++i) {
+      const float* t = tmp + (i - r0) * cols;
+      int8_t* o = out + i * out_stride;
+      for (int64_t c = c0; c < c1; ++c) o[c] = rq(t[c - c0], bias != nullptr ? bias[c] : 0.0f);
+    }
+  });
+}
+
+// The same from the op's tensors (k valid bytes per row of xu).
 void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int32_t zx, double input_scale,
                     const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                     const Q8Output& q, int8_t* out, int64_t out_stride) {
@@ -32,18 +45,10 @@ void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int3
   const at::Tensor s4 = panelScales(weight_scales, n, 1);
   const at::Tensor pw = packed.contiguous();
   const at::Tensor b32 = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
-  const float* bp = b32.defined() ? b32.const_data_ptr<float>() : nullptr;
   const std::vector<int32_t> zx128(rows, zx + 128);
   const PanelWeight w{pw.const_data_ptr<int8_t>(), 8, n, kp, 1, kp / packChunk(8), s4.const_data_ptr<float>()};
-  const cpu::Q8Epilogue rq = epilogueOf(input_scale, q);
-  runPanels(w, xu, xs, rows, zx128.data(), [&](int64_t r0, int64_t nr, int64_t c0, int64_t cols, const float* tmp) {
-    const int64_t c1 = std::min(n, c0 + cols);
-    for (int64_t i = r0; i < r0 + nr; ++i) {
-      const float* t = tmp + (i - r0) * cols;
-      int8_t* o = out + i * out_stride;
-      for (int64_t c = c0; c < c1; ++c) o[c] = rq(t[c - c0], bp != nullptr ? bp[c] : 0.0f);
-    }
-  });
+  panelsRequantize(w, xu, xs, rows, zx128.data(), b32.defined() ? b32.const_data_ptr<float>() : nullptr,
+                   epilogueOf(input_scale, q), out, out_stride);
 }
 
 at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
@@ -65,8 +70,11 @@ at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
 
 // im2col rows of channels [c0, c0 + cg) of the channels-last unsigned codes x into dst ([rows,
 // xs]); taps outside the input hold the zero point's code, and each row's tail past k is zeroed.
-void im2col(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad, uint8_t* dst, int64_t xs) {
-  const int64_t cg = g.cg(), k = g.k();
+// CG: cg known at compile time (0: not), so that a small group's tap is one load and store
+// rather than a memcpy call (grouped convs copy rows x taps x groups such pieces).
+template <int CG>
+void im2colRows(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad, uint8_t* dst, int64_t xs) {
+  const int64_t cg = CG > 0 ? CG : g.cg(), k = g.k();
   at::parallel_for(0, g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / g.oh, oh = r % g.oh;
@@ -88,6 +96,16 @@ void im2col(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad
       }
     }
   });
+}
+
+void im2col(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad, uint8_t* dst, int64_t xs) {
+  switch (g.cg()) {
+    case 2: return im2colRows<2>(g, x, c0, pad, dst, xs);
+    case 4: return im2colRows<4>(g, x, c0, pad, dst, xs);
+    case 8: return im2colRows<8>(g, x, c0, pad, dst, xs);
+    case 16: return im2colRows<16>(g, x, c0, pad, dst, xs);
+    default: return im2colRows<0>(g, x, c0, pad, dst, xs);
+  }
 }
 
 // Depthwise (one input channel per group): the ISA's microkernel over output rows in parallel.
@@ -115,6 +133,46 @@ void depthwiseRequantize(const Conv2dQ8Geometry& g, const int8_t* x, int32_t zx,
   });
 }
 
+// Grouped (several input channels per group): each group is a convolution of its own, its
+// channels' im2col rows against its rows of the weight. Every group's weight rows are repacked at
+// once (a group's rows need not start a packed block of 4) with its scales in the panels' layout;
+// then many groups run in parallel, each group's im2col and panels inline on one thread (a
+// parallel region per group per step cost more than the arithmetic of small groups), and few
+// groups run one after another with the rows in parallel.
+void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pad, int32_t zx, double input_scale,
+                       const at::Tensor& packed, const at::Tensor& weight_scales,
+                       const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out) {
+  const int64_t groups = g.groups, ocg = g.ocg(), k = g.k(), rows = g.n * g.oh * g.ow;
+  const int64_t ocgp = roundUp(ocg, kPackRows), kp = roundUp(k, packChunk(8)), xs = kp + 64;
+  const at::Tensor w = unpackWeightRef(packed, g.oc, k, 8).reshape({groups, ocg, k});
+  // [groups, ocgp / 4 blocks, kp / 16 chunks, 4 rows, 16 bytes]: pack_weight_int8's layout per group
+  const at::Tensor gp = at::constant_pad_nd(w, {0, kp - k, 0, ocgp - ocg}, 0)
+                            .reshape({groups, ocgp / kPackRows, kPackRows, kp / packChunk(8), packChunk(8)})
+                            .permute({0, 1, 3, 2, 4})
+                            .contiguous();
+  const at::Tensor s4 = at::constant_pad_nd(weight_scales.to(at::kFloat).reshape({groups, ocg}), {0, ocgp - ocg}, 0)
+                            .contiguous();
+  const at::Tensor b32 = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
+  const std::vector<int32_t> zx128(rows, zx + 128);
+  const cpu::Q8Epilogue rq = epilogueOf(input_scale, q);
+  auto run = [&](int64_t gi, uint8_t* xu) {
+    im2col(g, src, gi * g.cg(), pad, xu, xs);
+    const PanelWeight pw{gp.const_data_ptr<int8_t>() + gi * ocgp * kp, 8, ocg, kp, 1, kp / packChunk(8),
+                         s4.const_data_ptr<float>() + gi * ocgp};
+    panelsRequantize(pw, xu, xs, rows, zx128.data(), b32.defined() ? b32.const_data_ptr<float>() + gi * ocg : nullptr,
+                     rq, out + gi * ocg, g.oc);
+  };
+  if (groups >= 2 * at::get_num_threads()) {
+    at::parallel_for(0, groups, 1, [&](int64_t g0, int64_t g1) {
+      std::vector<uint8_t> xu(rows * xs);
+      for (int64_t gi = g0; gi < g1; ++gi) run(gi, xu.data());
+    });
+  } else {
+    std::vector<uint8_t> xu(rows * xs);
+    for (int64_t gi = 0; gi < groups; ++gi) run(gi, xu.data());
+  }
+}
+
 at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
                        const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
@@ -138,18 +196,7 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   const at::Tensor x = input.permute({0, 2, 3, 1}).view(at::kByte).bitwise_xor(128).contiguous();
   const uint8_t* src = x.const_data_ptr<uint8_t>();
   if (groups > 1) {
-    // Each group is a convolution of its own: its channels' im2col rows against its rows of the
-    // weight, repacked on their own (a group's rows need not start a packed block of 4).
-    at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
-    const at::Tensor w = unpackWeightRef(packed, g.oc, k, 8);
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      const int64_t o0 = gi * g.ocg(), o1 = o0 + g.ocg();
-      im2col(g, src, gi * g.cg(), pad, xu.data_ptr<uint8_t>(), xs);
-      const c10::optional<at::Tensor> bg =
-          bias.has_value() ? c10::optional<at::Tensor>(bias->slice(0, o0, o1)) : c10::nullopt;
-      gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, zx, input_scale, packWeightRef(w.slice(0, o0, o1), 8),
-                     weight_scales.slice(0, o0, o1), bg, q, out.data_ptr<int8_t>() + o0, g.oc);
-    }
+    groupedRequantize(g, src, pad, zx, input_scale, packed, weight_scales, bias, q, out.data_ptr<int8_t>());
   } else {
     at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
     im2col(g, src, 0, pad, xu.data_ptr<uint8_t>(), xs);

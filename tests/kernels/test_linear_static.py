@@ -143,6 +143,28 @@ def test_grouped_and_depthwise_conv2d_match_fp64(shape):
                            want)
 
 
+@pytest.mark.parametrize("threads", [1, 8])
+@pytest.mark.parametrize("shape", [
+    (2, 32, 9, 9, 48, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # 16 groups of 2 in / 3 out (ResNeXt-like, tiny)
+    (1, 24, 7, 6, 40, (3, 1), (2, 1), (1, 0), (1, 1), 8),  # 8 groups of 3 in / 5 out
+    (1, 12, 6, 6, 12, (1, 1), (1, 1), (0, 0), (1, 1), 2),  # 2 groups: the rows-in-parallel path
+])
+def test_grouped_conv2d_matches_fp64_on_both_schedules(shape, threads):
+    """Many groups run one group per task, few one after another with rows in parallel (the
+    choice depends on the thread count): both give the fp64 reference's codes."""
+    n, c, h, w_, oc, ks, st, pad, dil, groups = shape
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(*shape[:-1], seed=oc + threads, groups=groups)
+    packed = pack_conv(w)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = P.conv2d_q8(x, sx, zx, packed, sw, b, ks, st, pad, dil, so, zo, -128, 127, groups)
+    finally:
+        torch.set_num_threads(old)
+    v, want = exact(acc, sx, sw, b, so, zo, -128, 127, 1)
+    check_codes(got, v, want, zo, -128, 127)
+
+
 def test_grouped_conv2d_errors():
     x, sx, zx, w, sw, b, so, zo, _ = conv_case(1, 8, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1), groups=8)
     with pytest.raises(ValueError, match=r"conv2d_q8: groups \(3\) must be positive and divide both the input "
