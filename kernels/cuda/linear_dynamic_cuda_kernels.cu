@@ -226,6 +226,7 @@ __global__ void __launch_bounds__(kThreads, 2) dynMma(DynGemv a, int splits, int
   if (tile < tiles) {
     const int lc = (W * t) / 16, off = (W * t) % 16;
     const mma::TileRows rows(a.packed, row, chunks, a.n, off);
+    const mma::SpanGroups groups_of(GROUPED ? a.group_size / SPAN_K : 1);
     for (int64_t it = i0; it < i1; it += kUnroll) {
       uint32_t wr[kUnroll][2][WORDS];
       // past K, int4 codes of value 0 (stored 8), so that the row sums stay right
@@ -290,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 2) dynMma(DynGemv a, int splits, int
             ws[h] += __shfl_xor_sync(0xFFFFFFFFu, ws[h], 1);
             ws[h] += __shfl_xor_sync(0xFFFFFFFFu, ws[h], 2);
           }
-          const int64_t grp = (it + u) * SPAN_K / a.group_size;
+          const int64_t grp = groups_of.of(it + u);
           float s[2], z[2];
           mma::rowScales(a.scales, a.zero_points, a.groups, grp, row, a.n, s, z);
 #pragma unroll

@@ -44,7 +44,8 @@ at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packe
         bias.has_value() ? c10::optional<at::Tensor>(bias->to(input.scalar_type())) : c10::nullopt;
     return at::linear(input, w, b);
   }
-  if (g.m == 0 || g.k % packChunk(BITS) != 0 || !aligned) {
+  // k past 2^31: the kernels count chunks of k in an int (never seen; the reference still works)
+  if (g.m == 0 || g.k % packChunk(BITS) != 0 || !aligned || g.k > INT32_MAX) {
     return linearWeightOnlyRef(op, BITS, input, packed, scales, zero_points, bias);
   }
   const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();

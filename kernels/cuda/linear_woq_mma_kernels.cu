@@ -28,13 +28,21 @@ using mma::kUnroll;
 using mma::kWarps;
 using mma::loadWords;
 
+// (w & mask) | bits in one lop3: written as two C operations, nvcc emits two (a lop3 takes one
+// immediate).
+__device__ __forceinline__ uint32_t maskOr(uint32_t w, uint32_t mask, uint32_t bits) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(w), "r"(mask), "r"(bits));
+  return r;
+}
+
 template <FloatType T>
 struct Mma;
 template <>
 struct Mma<FloatType::kBF16> {
-  // Two nibbles at bits 0-3 and 16-19 -> (n - 8, n' - 8): 0x4300 | n is 128 + n in bf16.
-  static __device__ __forceinline__ uint32_t nibblePair(uint32_t bits) {
-    const uint32_t v = bits | 0x43004300u;
+  // The nibbles at bits 0-3 and 16-19 of w -> (n - 8, n' - 8): 0x4300 | n is 128 + n in bf16.
+  static __device__ __forceinline__ uint32_t nibblePair(uint32_t w) {
+    const uint32_t v = maskOr(w, 0x000F000Fu, 0x43004300u);
     const __nv_bfloat162 r = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&v), __floats2bfloat162_rn(136.0f, 136.0f));
     return *reinterpret_cast<const uint32_t*>(&r);
   }
@@ -67,8 +75,8 @@ struct Mma<FloatType::kBF16> {
 template <>
 struct Mma<FloatType::kF16> {
   // 0x6400 | n is 1024 + n in fp16 for n < 1024: one or-mask (int4) or byte permute (int8) per pair.
-  static __device__ __forceinline__ uint32_t nibblePair(uint32_t bits) {
-    const uint32_t v = bits | 0x64006400u;
+  static __device__ __forceinline__ uint32_t nibblePair(uint32_t w) {
+    const uint32_t v = maskOr(w, 0x000F000Fu, 0x64006400u);
     const __half2 r = __hsub2(*reinterpret_cast<const __half2*>(&v), __floats2half2_rn(1032.0f, 1032.0f));
     return *reinterpret_cast<const uint32_t*>(&r);
   }
@@ -101,21 +109,28 @@ struct Mma<FloatType::kF16> {
 // also sums x over each span: sum (w - z) x = sum w x - z sum x.
 // Three blocks per multiprocessor for one x tile (at most 85 registers; measured on the H100 at
 // 1 and 8 rows: 0-9 % faster than two, 2 % slower on 4096 x 11008 int4), two for two tiles.
+// Bookkeeping per span is kept small (it was about 60 % of the instructions of an earlier version,
+// 286 per span of a warp against ~110 of decode and mma; now 170): pointers advance by a constant
+// per batch of spans instead of being rebuilt from 64-bit indices, rows of the weight past n and
+// rows of x past m read the last real row instead of branching to zeros (an mma's output rows and
+// columns are independent, and those are never stored), and the group of a span is counted, not
+// divided out. On the H100 this was 6-10 % faster for int8 and 11-29 % for int4 g128 at one row
+// (docs/perf_linear_cuda.md). chunks and spans fit an int: larger k goes to the reference path (linear_woq_cuda.cpp).
 template <int BITS, FloatType T, int W, int NT, bool GROUPED, bool ZP>
-__global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, int splits, int64_t chunks, int64_t spans) {
+__global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, int splits, int chunks, int spans) {
   using M = Mma<T>;
   constexpr int WORDS = W / 4;                                      // weight words per row per span
   constexpr int CHUNKS = W / 4;                                     // chunks per span (4W bytes)
   constexpr int XWORDS = W / 2;                                     // x words per run (W values)
   constexpr int RUNS = BITS == 8 ? 1 : 2;                           // int4: low and high nibbles
   constexpr int KPC = BITS == 8 ? 16 : 32;                          // k per chunk
+  constexpr int SPAN_K = CHUNKS * KPC;
   __shared__ float part[kWarps][16][NT * 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
   const int64_t tiles = (a.n + 15) / 16;
   const int64_t tile = static_cast<int64_t>(blockIdx.x) * (kWarps / splits) + warp / splits;
   const int sp = warp % splits;
-  const int64_t row[2] = {tile * 16 + g, tile * 16 + g + 8};
   // blockIdx.y: which 16 rows of x (more than 16 rows re-read the weight tile, mostly from L2)
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * 16, m = min(a.m - m0, int64_t(16));
   float acc[NT][4];
@@ -126,31 +141,54 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
   }
+  int64_t row[2];  // the lane's two weight rows, clamped to the last row
+#pragma unroll
+  for (int h = 0; h < 2; ++h) row[h] = min(tile * 16 + g + 8 * h, a.n - 1);
   if (tile < tiles) {
-    const int64_t per = (spans + splits - 1) / splits;
-    const int64_t i0 = sp * per, i1 = min(spans, i0 + per);
+    const int per = (spans + splits - 1) / splits;
+    const int i0 = sp * per, i1 = min(spans, i0 + per);
     const int lc = (W * t) / 16, off = (W * t) % 16;  // this lane's chunk in the span, byte offset
-    const mma::TileRows rows(a.packed, row, chunks, a.n, off);
-    const uint16_t* xp = static_cast<const uint16_t*>(a.x) + m0 * a.k;
-    for (int64_t it = i0; it < i1; it += kUnroll) {
+    const int8_t* wp[2];
+    const float* sc[2];
+    const float* zc[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      wp[h] = a.packed + ((row[h] / 4) * chunks + static_cast<int64_t>(i0) * CHUNKS + lc) * kChunkBytes +
+              (row[h] % 4) * 16 + off;
+      sc[h] = a.scales + row[h] * a.groups;
+      zc[h] = ZP ? a.zero_points + row[h] * a.groups : nullptr;
+    }
+    const uint16_t* xp[NT];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int64_t tok = min(int64_t(g + 8 * nt), m - 1);
+      xp[nt] = static_cast<const uint16_t*>(a.x) + (m0 + tok) * a.k + (static_cast<int64_t>(i0) * CHUNKS + lc) * KPC + off;
+    }
+    const int spg = GROUPED ? static_cast<int>(a.group_size / SPAN_K) : 1;  // spans per group
+    int grp = GROUPED ? i0 / spg : 0, in_grp = GROUPED ? i0 % spg : 0;
+    for (int it = i0; it < i1; it += kUnroll) {
       uint32_t wr[kUnroll][2][WORDS];
-      rows.load<CHUNKS>(it, i1, lc, chunks, wr, 0u);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const bool ok = it + u < i1 && (it + u) * CHUNKS + lc < chunks;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) loadWords(ok ? wp[h] + u * CHUNKS * kChunkBytes : nullptr, wr[u][h], true);
+      }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (it + u >= i1) break;
-        const int64_t c = (it + u) * CHUNKS + lc;
+        const bool live = (it + u) * CHUNKS + lc < chunks;  // false in a last, partial span
         float d[NT][4];
+        float part_sum[NT];
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) d[nt][i] = 0.0f;
-        }
-        float part_sum[NT];
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int64_t tok = g + 8 * nt;
           uint32_t xw[RUNS][XWORDS];
-          mma::loadRuns(xp, a.k, tok, m, c, chunks, KPC, off, xw);
+#pragma unroll
+          for (int r = 0; r < RUNS; ++r) {
+            loadWords(live ? xp[nt] + u * SPAN_K + 16 * r : nullptr, xw[r], false);
+          }
           part_sum[nt] = 0.0f;
           if constexpr (ZP) {
 #pragma unroll
@@ -177,8 +215,8 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                   const uint32_t v = wr[u][h][j] >> (4 * hi);
-                  fa[h] = M::nibblePair(v & 0x000F000Fu);
-                  fa[h + 2] = M::nibblePair((v >> 8) & 0x000F000Fu);
+                  fa[h] = M::nibblePair(v);
+                  fa[h + 2] = M::nibblePair(v >> 8);
                 }
                 const uint32_t x0 = xw[hi][2 * j], x1 = xw[hi][2 * j + 1];
                 M::mma(d[nt], fa, __byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632));
@@ -187,17 +225,28 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
           }
         }
         if constexpr (GROUPED) {
-          const int64_t grp = (it + u) * CHUNKS * KPC / a.group_size;
-          float s[2], z[2];
-          mma::rowScales(a.scales, a.zero_points, a.groups, grp, row, a.n, s, z);
+          float s[2], z[2] = {0.0f, 0.0f};
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            s[h] = __ldg(sc[h] + grp);
+            if constexpr (ZP) z[h] = __ldg(zc[h] + grp);
+          }
+          if (++in_grp == spg) in_grp = 0, ++grp;
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            float s0 = 0.0f, s1 = 0.0f;
-            if constexpr (ZP) mma::columnSums(part_sum[nt], t, s0, s1);
-            acc[nt][0] = fmaf(s[0], fmaf(-z[0], s0, d[nt][0]), acc[nt][0]);
-            acc[nt][1] = fmaf(s[0], fmaf(-z[0], s1, d[nt][1]), acc[nt][1]);
-            acc[nt][2] = fmaf(s[1], fmaf(-z[1], s0, d[nt][2]), acc[nt][2]);
-            acc[nt][3] = fmaf(s[1], fmaf(-z[1], s1, d[nt][3]), acc[nt][3]);
+            if constexpr (ZP) {
+              float s0, s1;
+              mma::columnSums(part_sum[nt], t, s0, s1);
+              acc[nt][0] = fmaf(s[0], fmaf(-z[0], s0, d[nt][0]), acc[nt][0]);
+              acc[nt][1] = fmaf(s[0], fmaf(-z[0], s1, d[nt][1]), acc[nt][1]);
+              acc[nt][2] = fmaf(s[1], fmaf(-z[1], s0, d[nt][2]), acc[nt][2]);
+              acc[nt][3] = fmaf(s[1], fmaf(-z[1], s1, d[nt][3]), acc[nt][3]);
+            } else {
+              acc[nt][0] = fmaf(s[0], d[nt][0], acc[nt][0]);
+              acc[nt][1] = fmaf(s[0], d[nt][1], acc[nt][1]);
+              acc[nt][2] = fmaf(s[1], d[nt][2], acc[nt][2]);
+              acc[nt][3] = fmaf(s[1], d[nt][3], acc[nt][3]);
+            }
           }
         } else {
 #pragma unroll
@@ -208,11 +257,19 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
           }
         }
       }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) wp[h] += kUnroll * CHUNKS * kChunkBytes;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) xp[nt] += kUnroll * SPAN_K;
     }
   }
   if constexpr (!GROUPED) {
-    float s[2], z[2];
-    mma::rowScales(a.scales, a.zero_points, 1, 0, row, tile < tiles ? a.n : 0, s, z);
+    float s[2], z[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      s[h] = __ldg(a.scales + row[h]);
+      if constexpr (ZP) z[h] = __ldg(a.zero_points + row[h]);
+    }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       float s0 = 0.0f, s1 = 0.0f;
@@ -237,10 +294,11 @@ cudaError_t launchMma(const WoqGemv& a, cudaStream_t stream) {
   // to 21 % slower by shape).
   const int splits = mma::splitsFor(spans);
   const dim3 grid = mma::gridFor(a.n, a.m, splits);
+  const int ci = static_cast<int>(chunks), si = static_cast<int>(spans);
   if (a.zero_points != nullptr) {
-    woqMma<BITS, T, W, NT, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, chunks, spans);
+    woqMma<BITS, T, W, NT, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
   } else {
-    woqMma<BITS, T, W, NT, GROUPED, false><<<grid, kThreads, 0, stream>>>(a, splits, chunks, spans);
+    woqMma<BITS, T, W, NT, GROUPED, false><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
   }
   return cudaGetLastError();
 }
@@ -256,7 +314,7 @@ cudaError_t bySpan(const WoqGemv& a, cudaStream_t stream) {
 
 template <int BITS, FloatType T>
 cudaError_t byRows(const WoqGemv& a, cudaStream_t stream) {
-  if (a.m > kWoqMmaMaxRows) return cudaErrorInvalidValue;
+  if (a.m > kWoqMmaMaxRows || a.k / 16 > INT32_MAX) return cudaErrorInvalidValue;
   return a.m <= 8 ? bySpan<BITS, T, 1>(a, stream) : bySpan<BITS, T, 2>(a, stream);
 }
 

@@ -56,17 +56,38 @@ struct TileRows {
     }
   }
 
+  // The words of span `span` (`fill` at or past i1 and past the last chunk).
+  template <int CHUNKS, int WORDS>
+  __device__ __forceinline__ void loadSpan(int64_t span, int64_t i1, int lc, int64_t chunks, uint32_t (&w)[2][WORDS],
+                                           uint32_t fill) const {
+    const int64_t c = span * CHUNKS + lc;
+    const bool ok = span < i1 && c < chunks;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) loadWords(ok && base[h] != nullptr ? base[h] + c * kChunkBytes : nullptr, w[h], true, fill);
+  }
+
   template <int CHUNKS, int WORDS>
   __device__ __forceinline__ void load(int64_t it, int64_t i1, int lc, int64_t chunks, uint32_t (&wr)[kUnroll][2][WORDS],
                                        uint32_t fill) const {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t c = (it + u) * CHUNKS + lc;
-      const bool ok = it + u < i1 && c < chunks;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) loadWords(ok && base[h] != nullptr ? base[h] + c * kChunkBytes : nullptr, wr[u][h], true, fill);
-    }
+    for (int u = 0; u < kUnroll; ++u) loadSpan<CHUNKS>(it + u, i1, lc, chunks, wr[u], fill);
   }
+};
+
+// The group of a span: span / spans_per_group, without a 64-bit division per span (nvcc expands
+// one into a long subroutine, a large share of a GEMV's work per span). hi64(span * m) with m =
+// floor(2^64 / d) + 1 is exact whenever span * d < 2^64 (the error term span * (m - 2^64 / d) /
+// 2^64 stays below 1 / d); d = 1 needs no division.
+class SpanGroups {
+ public:
+  __device__ __forceinline__ explicit SpanGroups(int64_t spans_per_group)
+      : m_(spans_per_group > 1 ? ~uint64_t(0) / static_cast<uint64_t>(spans_per_group) + 1 : 0) {}
+  __device__ __forceinline__ int64_t of(int64_t span) const {
+    return m_ != 0 ? static_cast<int64_t>(__umul64hi(static_cast<uint64_t>(span), m_)) : span;
+  }
+
+ private:
+  uint64_t m_;  // 0: one span per group
 };
 
 // A lane's B operand words for one span: its row `tok` of x (elements of E bytes, rows of k) at
