@@ -50,6 +50,8 @@ struct DynGemv {
   FloatType yt = FloatType::kF32;
   Q8Requant q8;  // on: linear_q8 (int8 weight per channel, no weight zero points)
   int sm_count = 132;  // multiprocessors, to size the GEMM's weight tiles
+  int32_t* row_sums = nullptr;  // workspace of n int32 for the Hopper GEMM (null: it does not run)
+  int8_t* weight_rows = nullptr;  // optional workspace of n * k bytes: the Hopper GEMM's weight as rows
 };
 
 /// y = sx (sum_k (q - zx)(w - zw) s_w) + bias: int32 sums per span of a group on tensor cores
@@ -67,6 +69,17 @@ int64_t dynGemmMinRows();
 /// per 128 rows of x (the GEMV reads it once per 16). Any number of rows; x's code rows must be
 /// 16-byte aligned, as for the GEMV.
 cudaError_t linearDynamicGemm(const DynGemv& a, cudaStream_t stream);
+
+/// The GEMM on Hopper's wgmma (linear_dynamic_wgmma_kernels.cu, sm_90a) for linear_w8a8: int8
+/// weights per channel without zero points, from kDynWgmmaMinRows rows of x, with the row_sums and
+/// weight_rows workspaces, on a compute capability 9.0 device. tile_rows: weight rows per block,
+/// 256 or 128. linearDynamicGemm runs it when it takes the call. Below 256 rows the extra pass that
+/// unpacks the weight to rows costs more than the wgmma gains on wide weights (H100, 128 rows:
+/// 11008 x 4096 and 14336 x 4096 ran 0.53-0.54x bf16 F.linear against the mma.sync GEMM's
+/// 0.61-0.74x; at 2048 rows 0.81-1.12x against 0.56-0.63x).
+constexpr int64_t kDynWgmmaMinRows = 256;
+bool linearDynamicWgmmaTakes(const DynGemv& a);
+cudaError_t linearDynamicWgmma(const DynGemv& a, int tile_rows, cudaStream_t stream);
 
 /// Whether the GEMV takes this weight layout (int8 groups must be a multiple of 32). With q8.on:
 /// int8 per channel only.

@@ -39,6 +39,14 @@ grep -E "pt2q:" "$OUT/build.log" || true
 status=0
 ctest --test-dir build --output-on-failure -j8 > "$OUT/ctest.log" 2>&1 || status=1
 tail -3 "$OUT/ctest.log"
+# W8A8's Hopper wgmma GEMM against the mma.sync GEMM, bit for bit, then both timed.
+if command -v nvcc >/dev/null; then
+  { nvcc -std=c++17 -I. --fmad=false -gencode arch=compute_90a,code=sm_90a tools/gpu/wgmma_probe.cu \
+      kernels/cuda/linear_dynamic_wgmma_kernels.cu kernels/cuda/linear_dynamic_gemm_kernels.cu \
+      kernels/cuda/linear_dynamic_cuda_kernels.cu -o /tmp/wgmma_probe && /tmp/wgmma_probe; } \
+    > "$OUT/wgmma_probe.txt" 2>&1 || { status=1; echo "FAILED: tools/gpu/wgmma_probe.cu"; }
+  tail -1 "$OUT/wgmma_probe.txt"
+fi
 # One process per test file, so that a crash in one cannot hide the results of the others.
 : > "$OUT/pytest.log"
 for f in ${PT2Q_GPU_TESTS:-tests/test_*.py tests/kernels/test_*.py tests/mx/test_*.py tests/graph/test_*.py \
