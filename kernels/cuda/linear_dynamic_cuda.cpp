@@ -77,10 +77,10 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   a.y = y.data_ptr();
   a.yt = cuda::floatTypeOf(input.scalar_type());
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  // The Hopper GEMM's workspace (int8 per channel without zero points, many rows): the weight's row
-  // sums, and the weight unpacked to rows for the copy engine.
+  // The Hopper GEMM's workspace, where it takes the call: the weight's row sums, and the weight
+  // unpacked to rows for the copy engine.
   at::Tensor row_sums, weight_rows;
-  if (g.m >= cuda::kDynWgmmaMinRows && BITS == 8 && g.groups == 1 && !z.defined()) {
+  if (cuda::linearDynamicWgmmaTakes(a)) {
     row_sums = at::empty({g.n}, input.options().dtype(at::kInt));
     weight_rows = at::empty({g.n, g.k}, input.options().dtype(at::kChar));
     a.row_sums = row_sums.data_ptr<int32_t>();

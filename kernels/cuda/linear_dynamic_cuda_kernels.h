@@ -71,14 +71,16 @@ int64_t dynGemmMinRows();
 cudaError_t linearDynamicGemm(const DynGemv& a, cudaStream_t stream);
 
 /// The GEMM on Hopper's wgmma (linear_dynamic_wgmma_kernels.cu, sm_90a) for linear_w8a8: int8
-/// weights per channel without zero points, from kDynWgmmaMinRows rows of x, with the row_sums and
-/// weight_rows workspaces, on a compute capability 9.0 device. tile_rows: weight rows per block,
-/// 256 or 128. linearDynamicGemm runs it when it takes the call. Below 256 rows the extra pass that
+/// weights per channel without zero points, from kDynWgmmaMinRows rows of x, on a compute
+/// capability 9.0 device (linearDynamicWgmmaTakes: callers allocate the workspaces only then).
+/// It needs the row_sums and weight_rows workspaces (hasWorkspace). tile_rows: weight rows per
+/// block, 256 or 128. linearDynamicGemm runs it when it takes the call and has the workspaces. Below 256 rows the extra pass that
 /// unpacks the weight to rows costs more than the wgmma gains on wide weights (H100, 128 rows:
 /// 11008 x 4096 and 14336 x 4096 ran 0.53-0.54x bf16 F.linear against the mma.sync GEMM's
 /// 0.61-0.74x; at 2048 rows 0.81-1.12x against 0.56-0.63x).
 constexpr int64_t kDynWgmmaMinRows = 256;
 bool linearDynamicWgmmaTakes(const DynGemv& a);
+bool hasWorkspace(const DynGemv& a);
 cudaError_t linearDynamicWgmma(const DynGemv& a, int tile_rows, cudaStream_t stream);
 
 /// Whether the GEMV takes this weight layout (int8 groups must be a multiple of 32). With q8.on:

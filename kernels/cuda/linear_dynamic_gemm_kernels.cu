@@ -404,7 +404,7 @@ cudaError_t linearDynamicGemm(const DynGemv& a, cudaStream_t stream) {
   // 1.3-1.5x faster (16-56 blocks of 32 rows were too few); at 2048 the two were within 10 %.
   const int64_t wide_blocks = ((a.m + kTokens - 1) / kTokens) * ((a.n + 255) / 256);
   const bool wide = wide_blocks >= a.sm_count;
-  if (linearDynamicWgmmaTakes(a)) {
+  if (hasWorkspace(a) && linearDynamicWgmmaTakes(a)) {
     // cudaErrorNotSupported: the driver could not describe the operands to the copy engine
     const cudaError_t e = linearDynamicWgmma(a, wide ? 256 : 128, stream);
     if (e != cudaErrorNotSupported) return e;

@@ -229,18 +229,19 @@ cudaError_t launch(const DynGemv& a, cudaStream_t stream) {
 
 }  // namespace
 
+bool hasWorkspace(const DynGemv& a) {
+  return a.row_sums != nullptr && a.weight_rows != nullptr && reinterpret_cast<uintptr_t>(a.weight_rows) % 16 == 0;
+}
+
 bool linearDynamicWgmmaTakes(const DynGemv& a) {
   // linear_q8 (q8.on) stays on the mma.sync GEMM: an instantiation with its requantizing epilogue
   // did not launch on the H100 ("too many resources requested for launch", at 222 and at 176
   // registers, where W8A8's launched at 170); not understood yet.
   if (a.q8.on || a.m < kDynWgmmaMinRows) return false;
-  if (a.bits != 8 || a.groups != 1 || a.zero_points != nullptr || a.row_sums == nullptr || a.weight_rows == nullptr) {
-    return false;
-  }
+  if (a.bits != 8 || a.groups != 1 || a.zero_points != nullptr) return false;
   // The copy engine wants 16-byte aligned bases and strides, and takes int32 coordinates.
   if (a.k % 16 != 0 || a.m > INT32_MAX || a.k > INT32_MAX || reinterpret_cast<uintptr_t>(a.x.codes) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(a.packed) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(a.weight_rows) % 16 != 0) {
+      reinterpret_cast<uintptr_t>(a.packed) % 16 != 0) {
     return false;
   }
   // The kernels exist for sm_90a only: a device that cannot load them keeps the other GEMM.
@@ -262,7 +263,9 @@ bool linearDynamicWgmmaTakes(const DynGemv& a) {
 
 cudaError_t linearDynamicWgmma(const DynGemv& a, int tile_rows, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return cudaSuccess;
-  if (!linearDynamicWgmmaTakes(a) || (tile_rows != 128 && tile_rows != 256)) return cudaErrorInvalidValue;
+  if (!linearDynamicWgmmaTakes(a) || !hasWorkspace(a) || (tile_rows != 128 && tile_rows != 256)) {
+    return cudaErrorInvalidValue;
+  }
   return tile_rows == 256 ? launch<256>(a, stream) : launch<128>(a, stream);
 }
 
