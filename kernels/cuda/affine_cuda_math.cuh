@@ -90,12 +90,14 @@ __device__ __forceinline__ float dequantizeOne(C code, const Q& q, const Params&
 }
 
 // Fake-quantize of one element: the value (fp32, before the cast to T) and whether it was in range.
+// kMaybeWide = false: the caller knows qmax - qmin <= 2^24 (the code range is exact in fp32).
+template <bool kMaybeWide = true>
 __device__ __forceinline__ float fakeQuantizeOne(float x, const Q& q, const Params& p, bool has_zp, float mid,
                                                  bool& in_range) {
   const float lo = static_cast<float>(p.qmin), hi = static_cast<float>(p.qmax);
   const float v = unclamped(x, q, p.domain, has_zp);
   in_range = v >= lo && v <= hi;
-  if (p.domain == Domain::kInt && has_zp && p.qmax - p.qmin > (int64_t(1) << 24)) {
+  if (kMaybeWide && p.domain == Domain::kInt && has_zp && p.qmax - p.qmin > (int64_t(1) << 24)) {
     // int32 codes: code - zp is not exact in fp32, so it is taken in double, as dequantize and
     // the CPU kernels do; the code goes through int64 because fp32 holds 2^31 for 2^31 - 1.
     long long c = static_cast<long long>(clampNanLow(v, lo, hi));

@@ -16,14 +16,15 @@ namespace pt2q::cuda::affine {
 int floatBytes(FloatType t);
 int codeBytes(CodeType t);
 
-/// Elements per thread: 8 of any float type. 16 per thread for bf16 / fp16 (32 bytes in flight
-/// instead of 16) was slower on the H100: bf16 fake-quantize per tensor 69 -> 53 % of the bandwidth,
-/// per channel along the last axis 50 -> 27 %.
+/// Elements per vector: 8 of any float type. 2-byte floats take two such vectors per thread
+/// (affine_cuda_vec_kernels.cu); an earlier try, one vector of 16 per thread, was slower on the H100
+/// (bf16 fake-quantize per tensor 69 -> 53 % of the bandwidth) while the index took 64-bit divisions.
 constexpr int kVec = 8;
 inline int vecOf(FloatType) { return kVec; }
 
-/// The last dimension holds whole vectors of `vec` elements and each of the n_ptrs pointers (with
-/// its element size in bytes) is aligned to such a vector.
+/// The last dimension of the merged layout (vec_index.h) holds whole vectors of `vec` elements, the
+/// tensor has fewer than 2^31 elements, and each of the n_ptrs pointers (with its element size in
+/// bytes) is aligned to such a vector.
 bool vecTakes(const Layout& l, int vec, const void* const* ptrs, const int* elem_bytes, int n_ptrs);
 
 cudaError_t quantizeVec(const void* x, FloatType xt, void* q, CodeType qt, int64_t n, const Layout& layout,

@@ -1,16 +1,18 @@
-// Vectorized affine CUDA kernels (affine_cuda_vec.h). A thread takes V = 8 consecutive elements
-// of one row of the last dimension (one 16-byte load of bf16 / fp16, two of fp32), the other
-// dimensions' part of the qparam index computed once, and per element only the last dimension's
-// part, by its block mode:
+// Vectorized affine CUDA kernels (affine_cuda_vec.h). A thread takes U vectors of V = 8
+// consecutive elements of the last dimension of the merged layout (vec_index.h; one 16-byte load
+// of bf16 / fp16, two of fp32), the other dimensions' part of the qparam index computed once per
+// vector, and per element only the last dimension's part, by its block mode:
 //   kShared: the block along the last dimension is a multiple of V (per tensor, per channel
 //            along another axis, groups of 32 / 64 / 128 ...): one qparam for all V;
 //   kEach:   block 1 (per channel along the last axis): consecutive qparams;
-//   kAny:    any other block: one 32-bit division per element.
+//   kAny:    any other block: one multiply-high division per element.
+// Index arithmetic is 32-bit: layouts of 2^31 elements or more take the one-per-element kernels.
 // The per-element arithmetic is affine_cuda_math.cuh's, so the bits are the scalar kernels'.
 #include <type_traits>
 
 #include "kernels/cuda/affine_cuda_math.cuh"
 #include "kernels/cuda/affine_cuda_vec.h"
+#include "kernels/cuda/vec_index.h"
 
 namespace pt2q::cuda::affine {
 namespace {
@@ -24,110 +26,140 @@ struct alignas(sizeof(T) * V) Vec {
 
 constexpr int kThreads = 256;
 
-// The qparam index of element (row part, column col) is base + (col / bl) * qs.
-struct RowQ {
-  int64_t base, col, bl, qs;
-
-  __device__ __forceinline__ RowQ(const Layout& l, int64_t i) {
-    const int last = l.ndim - 1;
-    col = i % l.sizes[last];
-    int64_t rest = i / l.sizes[last];
-    base = 0;
-    for (int d = last - 1; d >= 0; --d) {
-      const int64_t idx = rest % l.sizes[d];
-      rest /= l.sizes[d];
-      base += (idx / l.block[d]) * l.qstride[d];
-    }
-    bl = l.block[last];
-    qs = l.qstride[last];
+// Thread v0's U vectors (kThreads apart; those past nv are left unset), all loads issued first.
+template <typename E, int V, int U>
+__device__ __forceinline__ void loadVectors(const E* src, uint32_t v0, uint32_t nv, Vec<E, V> (&in)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if (v0 + u * kThreads < nv) in[u] = reinterpret_cast<const Vec<E, V>*>(src)[v0 + u * kThreads];
   }
+}
+
+// A thread's vector: its column along the last merged dimension and the row part of its qparam
+// index, found once; the qparam index of its element j by the last dimension's block mode.
+struct RowQ {
+  uint32_t col, base;
+
+  __device__ __forceinline__ RowQ(const VecIndex& l, uint32_t i) { l.split(i, col, base); }
 
   template <Mode M>
-  __device__ __forceinline__ int64_t at(int j) const {
-    if constexpr (M == Mode::kShared) return base + (col / bl) * qs;
-    if constexpr (M == Mode::kEach) return base + (col + j) * qs;
-    return base + static_cast<int64_t>(static_cast<uint32_t>(col + j) / static_cast<uint32_t>(bl)) * qs;
+  __device__ __forceinline__ uint32_t at(const VecIndex& l, int j) const {
+    const int last = l.ndim - 1;
+    if constexpr (M == Mode::kShared) return base + l.block[last].div(col) * l.qstride[last];
+    if constexpr (M == Mode::kEach) return base + (col + j) * l.qstride[last];
+    return base + l.block[last].div(col + j) * l.qstride[last];
   }
 };
 
 template <Mode M>
 struct QCache {
   Q q;
-  __device__ __forceinline__ const Q& get(const RowQ& r, int j, const float* scale, const float* zp, Domain d,
-                                          float mid) {
-    if (M != Mode::kShared || j == 0) q = loadQ(scale, zp, r.at<M>(j), d, mid);
+  __device__ __forceinline__ const Q& get(const VecIndex& l, const RowQ& r, int j, const float* scale,
+                                          const float* zp, Domain d, float mid) {
+    if (M != Mode::kShared || j == 0) q = loadQ(scale, zp, r.at<M>(l, j), d, mid);
     return q;
   }
 };
 
-template <typename T, typename C, Mode M, int V>
-__global__ void __launch_bounds__(kThreads) quantizeVecKernel(const T* x, C* out, int64_t nv, Layout l,
-                                                              const float* scale, const float* zp, Params p) {
-  const int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (v >= nv) return;
-  const RowQ r(l, v * V);
-  const Vec<T, V> in = reinterpret_cast<const Vec<T, V>*>(x)[v];
-  Vec<C, V> o;
-  QCache<M> qc;
+// Each thread takes U vectors kThreads apart (a block covers U * kThreads whole vectors), all
+// loaded before any is used: 16 bytes in flight per thread were too few for 2-byte floats.
+// quantize (float -> code) and dequantize (code -> float) of one element, for mapVecKernel.
+struct QuantizeOp {
+  template <typename Out, typename In>
+  static __device__ __forceinline__ Out one(In x, const Q& q, const Params& p, bool has_zp, float) {
+    return quantizeOne<Out>(toFloat(x), q, p, has_zp);
+  }
+};
+struct DequantizeOp {
+  template <typename Out, typename In>
+  static __device__ __forceinline__ Out one(In c, const Q& q, const Params& p, bool has_zp, float mid) {
+    return fromFloat<Out>(dequantizeOne(c, q, p, has_zp, mid));
+  }
+};
+
+template <typename In, typename Out, class Op, Mode M, int V, int U>
+__global__ void __launch_bounds__(kThreads) mapVecKernel(const In* x, Out* out, uint32_t nv, VecIndex l,
+                                                         const float* scale, const float* zp, Params p) {
+  const uint32_t v0 = blockIdx.x * (kThreads * U) + threadIdx.x;
+  Vec<In, V> in[U];
+  loadVectors(x, v0, nv, in);
   const float mid = codeMid(p);
 #pragma unroll
-  for (int j = 0; j < V; ++j) {
-    o.v[j] = quantizeOne<C>(toFloat(in.v[j]), qc.get(r, j, scale, zp, p.domain, mid), p, zp != nullptr);
-  }
-  reinterpret_cast<Vec<C, V>*>(out)[v] = o;
-}
-
-template <typename C, typename T, Mode M, int V>
-__global__ void __launch_bounds__(kThreads) dequantizeVecKernel(const C* q, T* out, int64_t nv, Layout l,
-                                                                const float* scale, const float* zp, Params p) {
-  const int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (v >= nv) return;
-  const RowQ r(l, v * V);
-  const Vec<C, V> in = reinterpret_cast<const Vec<C, V>*>(q)[v];
-  Vec<T, V> o;
-  QCache<M> qc;
-  const float mid = codeMid(p);
+  for (int u = 0; u < U; ++u) {
+    const uint32_t v = v0 + u * kThreads;
+    if (v >= nv) break;
+    const RowQ r(l, v * V);
+    Vec<Out, V> o;
+    QCache<M> qc;
 #pragma unroll
-  for (int j = 0; j < V; ++j) {
-    o.v[j] = fromFloat<T>(dequantizeOne(in.v[j], qc.get(r, j, scale, zp, p.domain, mid), p, zp != nullptr, mid));
+    for (int j = 0; j < V; ++j) {
+      o.v[j] = Op::template one<Out>(in[u].v[j], qc.get(l, r, j, scale, zp, p.domain, mid), p, zp != nullptr, mid);
+    }
+    reinterpret_cast<Vec<Out, V>*>(out)[v] = o;
   }
-  reinterpret_cast<Vec<T, V>*>(out)[v] = o;
 }
 
-template <typename T, Mode M, int V>
-__global__ void __launch_bounds__(kThreads) fakeQuantizeVecKernel(const T* x, T* out, bool* mask, int64_t nv,
-                                                                  Layout l, const float* scale, const float* zp,
+// Fake-quantize flavours: the common (domain, zero point) pairs with a code range exact in fp32
+// are template constants, so that the per-element branches on them fold away; kAnyFlavour keeps
+// them at run time.
+enum Flavour { kIntZp, kIntNoZp, kFloatZp, kAnyFlavour };
+
+Flavour flavourOf(const Params& p, const float* zp) {
+  if (p.qmax - p.qmin > (int64_t(1) << 24)) return kAnyFlavour;
+  if (p.domain == Domain::kFloat) return zp != nullptr ? kFloatZp : kAnyFlavour;
+  return zp != nullptr ? kIntZp : kIntNoZp;
+}
+
+template <typename T, Mode M, int V, int U, Flavour F>
+__global__ void __launch_bounds__(kThreads) fakeQuantizeVecKernel(const T* x, T* out, bool* mask, uint32_t nv,
+                                                                  VecIndex l, const float* scale, const float* zp,
                                                                   Params p) {
-  const int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (v >= nv) return;
-  const RowQ r(l, v * V);
-  const Vec<T, V> in = reinterpret_cast<const Vec<T, V>*>(x)[v];
-  Vec<T, V> o;
-  Vec<bool, V> mk;
-  QCache<M> qc;
+  const uint32_t v0 = blockIdx.x * (kThreads * U) + threadIdx.x;
+  Vec<T, V> in[U];
+  loadVectors(x, v0, nv, in);
+  if constexpr (F != kAnyFlavour) p.domain = F == kFloatZp ? Domain::kFloat : Domain::kInt;
+  const bool has_zp = F == kAnyFlavour ? zp != nullptr : F != kIntNoZp;
   const float mid = codeMid(p);
 #pragma unroll
-  for (int j = 0; j < V; ++j) {
-    bool in_range;
-    o.v[j] = fromFloat<T>(
-        fakeQuantizeOne(toFloat(in.v[j]), qc.get(r, j, scale, zp, p.domain, mid), p, zp != nullptr, mid, in_range));
-    mk.v[j] = in_range;
+  for (int u = 0; u < U; ++u) {
+    const uint32_t v = v0 + u * kThreads;
+    if (v >= nv) break;
+    const RowQ r(l, v * V);
+    Vec<T, V> o;
+    Vec<bool, V> mk;
+    QCache<M> qc;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      bool in_range;
+      o.v[j] = fromFloat<T>(fakeQuantizeOne<F == kAnyFlavour>(
+          toFloat(in[u].v[j]), qc.get(l, r, j, scale, has_zp ? zp : nullptr, p.domain, mid), p, has_zp, mid,
+          in_range));
+      mk.v[j] = in_range;
+    }
+    reinterpret_cast<Vec<T, V>*>(out)[v] = o;
+    if (mask != nullptr) reinterpret_cast<Vec<bool, V>*>(mask)[v] = mk;
   }
-  reinterpret_cast<Vec<T, V>*>(out)[v] = o;
-  if (mask != nullptr) reinterpret_cast<Vec<bool, V>*>(mask)[v] = mk;
 }
 
-Mode modeOf(const Layout& l, int vec) {
-  const int64_t bl = l.block[l.ndim - 1];
+VecIndex indexOf(const Layout& l) { return VecIndex::of(l.ndim, l.sizes, l.block, l.qstride); }
+
+Mode modeOf(const VecIndex& l, int vec) {
+  const uint32_t bl = l.block[l.ndim - 1].d;
   if (bl % vec == 0) return Mode::kShared;
   return bl == 1 ? Mode::kEach : Mode::kAny;
 }
 
-unsigned gridOf(int64_t nv) { return static_cast<unsigned>((nv + kThreads - 1) / kThreads); }
+// Vectors per thread: two for 2-byte floats, one for fp32 (8 of them are 32 bytes already).
+constexpr int unrollOf(int float_bytes) { return float_bytes == 4 ? 1 : 2; }
+
+unsigned gridOf(uint32_t nv, int unroll) {
+  const uint32_t per_block = kThreads * static_cast<uint32_t>(unroll);
+  return (nv + per_block - 1) / per_block;
+}
 
 // Calls go(mode constant) with the layout's mode.
 template <class F>
-cudaError_t byMode(const Layout& l, int vec, F&& go) {
+cudaError_t byMode(const VecIndex& l, int vec, F&& go) {
   switch (modeOf(l, vec)) {
     case Mode::kShared: go(std::integral_constant<Mode, Mode::kShared>()); break;
     case Mode::kEach: go(std::integral_constant<Mode, Mode::kEach>()); break;
@@ -172,8 +204,8 @@ int codeBytes(CodeType t) {
 }
 
 bool vecTakes(const Layout& l, int vec, const void* const* ptrs, const int* elem_bytes, int n_ptrs) {
-  if (l.ndim < 1 || l.sizes[l.ndim - 1] % vec != 0 || l.block[l.ndim - 1] <= 0) return false;
-  if (modeOf(l, vec) == Mode::kAny && l.sizes[l.ndim - 1] > 0xFFFFFFFFLL) return false;
+  const VecIndex v = indexOf(l);
+  if (v.ndim == 0 || v.size[v.ndim - 1].d % vec != 0) return false;
   for (int i = 0; i < n_ptrs; ++i) {
     if (ptrs[i] != nullptr && reinterpret_cast<uintptr_t>(ptrs[i]) % (elem_bytes[i] * vec) != 0) return false;
   }
@@ -189,16 +221,17 @@ void byVec(FloatType, F&& go) {
 
 cudaError_t quantizeVec(const void* x, FloatType xt, void* q, CodeType qt, int64_t n, const Layout& l,
                         const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
-  return byMode(l, vecOf(xt), [&](auto mode) {
+  const VecIndex vi = indexOf(l);
+  return byMode(vi, vecOf(xt), [&](auto mode) {
     byVec(xt, [&](auto vec) {
       byFloat(xt, const_cast<void*>(x), [&](auto* xp) {
         byCode(qt, q, [&](auto* qp) {
           using T = std::remove_pointer_t<decltype(xp)>;
           using C = std::remove_pointer_t<decltype(qp)>;
-          constexpr int V = decltype(vec)::value;
-          const int64_t nv = n / V;
-          quantizeVecKernel<T, C, decltype(mode)::value, V>
-              <<<gridOf(nv), kThreads, 0, stream>>>(xp, qp, nv, l, scale, zp, p);
+          constexpr int V = decltype(vec)::value, U = unrollOf(sizeof(T));
+          const auto nv = static_cast<uint32_t>(n / V);
+          mapVecKernel<T, C, QuantizeOp, decltype(mode)::value, V, U>
+              <<<gridOf(nv, U), kThreads, 0, stream>>>(xp, qp, nv, vi, scale, zp, p);
         });
       });
     });
@@ -207,16 +240,17 @@ cudaError_t quantizeVec(const void* x, FloatType xt, void* q, CodeType qt, int64
 
 cudaError_t dequantizeVec(const void* q, CodeType qt, void* y, FloatType yt, int64_t n, const Layout& l,
                           const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
-  return byMode(l, vecOf(yt), [&](auto mode) {
+  const VecIndex vi = indexOf(l);
+  return byMode(vi, vecOf(yt), [&](auto mode) {
     byVec(yt, [&](auto vec) {
       byCode(qt, const_cast<void*>(q), [&](auto* qp) {
         byFloat(yt, y, [&](auto* yp) {
           using C = std::remove_pointer_t<decltype(qp)>;
           using T = std::remove_pointer_t<decltype(yp)>;
-          constexpr int V = decltype(vec)::value;
-          const int64_t nv = n / V;
-          dequantizeVecKernel<C, T, decltype(mode)::value, V>
-              <<<gridOf(nv), kThreads, 0, stream>>>(qp, yp, nv, l, scale, zp, p);
+          constexpr int V = decltype(vec)::value, U = unrollOf(sizeof(T));
+          const auto nv = static_cast<uint32_t>(n / V);
+          mapVecKernel<C, T, DequantizeOp, decltype(mode)::value, V, U>
+              <<<gridOf(nv, U), kThreads, 0, stream>>>(qp, yp, nv, vi, scale, zp, p);
         });
       });
     });
@@ -225,14 +259,31 @@ cudaError_t dequantizeVec(const void* q, CodeType qt, void* y, FloatType yt, int
 
 cudaError_t fakeQuantizeVec(const void* x, FloatType xt, void* y, bool* mask, int64_t n, const Layout& l,
                             const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
-  return byMode(l, vecOf(xt), [&](auto mode) {
+  const VecIndex vi = indexOf(l);
+  return byMode(vi, vecOf(xt), [&](auto mode) {
     byVec(xt, [&](auto vec) {
       byFloat(xt, const_cast<void*>(x), [&](auto* xp) {
         using T = std::remove_pointer_t<decltype(xp)>;
-        constexpr int V = decltype(vec)::value;
-        const int64_t nv = n / V;
-        fakeQuantizeVecKernel<T, decltype(mode)::value, V>
-            <<<gridOf(nv), kThreads, 0, stream>>>(xp, static_cast<T*>(y), mask, nv, l, scale, zp, p);
+        constexpr int V = decltype(vec)::value, U = unrollOf(sizeof(T));
+        constexpr Mode M = decltype(mode)::value;
+        const auto nv = static_cast<uint32_t>(n / V);
+        const unsigned grid = gridOf(nv, U);
+        auto* yp = static_cast<T*>(y);
+        switch (flavourOf(p, zp)) {
+          case kIntZp:
+            fakeQuantizeVecKernel<T, M, V, U, kIntZp><<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
+            break;
+          case kIntNoZp:
+            fakeQuantizeVecKernel<T, M, V, U, kIntNoZp><<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
+            break;
+          case kFloatZp:
+            fakeQuantizeVecKernel<T, M, V, U, kFloatZp><<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
+            break;
+          default:
+            fakeQuantizeVecKernel<T, M, V, U, kAnyFlavour>
+                <<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
+            break;
+        }
       });
     });
   });

@@ -13,11 +13,14 @@ pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::quantize_affine")]
 # A last dimension of whole vectors (8 elements) takes the vectorized kernels: one qparam per
 # vector (per tensor, per channel along axis 0, blocks of 8 / 16 / 32 along the last axis),
 # consecutive qparams (block 1 along the last axis), any other block (3, 12); the others (last
-# dimension 10, 100003, 7) take the one-per-element kernels.
+# dimension 10, 100003, 7, even after merging) take the one-per-element kernels.
 CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 256), [1, 32]),
          ((4, 6, 10), [2, 3, 5]), ((1, 100003), [1, 100003]), ((3, 33, 7), [1, 33, 1]),
          ((16, 48), [1, 3]), ((6, 48), [2, 12]), ((2, 3, 16), [1, 3, 1]), ((5, 16), [5, 16]), ((4, 64), [4, 8]),
-         ((3, 40), [1, 8])]
+         ((3, 40), [1, 8]),
+         # merged layouts (kernels/cuda/vec_index.h): a last dimension of 2 or 4 that merges into whole
+         # vectors, size-1 dimensions, blocks straddling vectors, an outermost one-block dimension
+         ((6, 4, 2), [6, 4, 2]), ((4, 5, 4), [1, 5, 4]), ((2, 1, 8, 1, 8), [1, 1, 8, 1, 2]), ((4, 3, 8), [4, 1, 8])]
 
 
 @pytest.mark.parametrize("shape,block", CASES)
