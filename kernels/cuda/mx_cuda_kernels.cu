@@ -11,6 +11,9 @@
 //   indices, so strided blocks stay coalesced.
 #include "kernels/cuda/mx_cuda_kernels.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -34,18 +37,24 @@ struct IO<FloatType::kF32> {
   using T = float;
   static __device__ __forceinline__ float load(T v) { return v; }
   static __device__ __forceinline__ T store(float v) { return v; }
+  static __device__ __forceinline__ T storeFinite(float v) { return v; }
 };
+// storeFinite: the same bits as store for a value that is not NaN, by the conversion instruction
+// (round to nearest even, as store; store's NaN check and integer rounding were most of a bf16
+// element's instructions).
 template <>
 struct IO<FloatType::kBF16> {
   using T = uint16_t;
   static __device__ __forceinline__ float load(T v) { return mxd::bf16ToFloat(v); }
   static __device__ __forceinline__ T store(float v) { return mxd::floatToBF16(v); }
+  static __device__ __forceinline__ T storeFinite(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
 };
 template <>
 struct IO<FloatType::kF16> {
   using T = uint16_t;
   static __device__ __forceinline__ float load(T v) { return mxd::f16ToFloat(v); }
   static __device__ __forceinline__ T store(float v) { return mxd::floatToF16(v); }
+  static __device__ __forceinline__ T storeFinite(float v) { return __half_as_ushort(__float2half_rn(v)); }
 };
 
 __device__ __forceinline__ mxd::ElemParams elemParams(const MxLaunch& c) {
@@ -74,14 +83,25 @@ __device__ __forceinline__ BlockScale blockScale(float amax, bool nan_seen, cons
   return b;
 }
 
+// The value of an element of a block that is not killed; rnd: its random bits (stochastic).
+template <int R>
+__device__ __forceinline__ float fakeKept(float x, const BlockScale& b, const mxd::ElemParams& p, uint32_t rnd) {
+  // x * (1 / 2^k) rounds the same real number as x / 2^k (the CPU divides): the same bits,
+  // without the GPU's division sequence.
+  return mxd::quantizeElement<R>(x * b.inv, p, rnd) * b.scale;
+}
+
 template <int R>
 __device__ __forceinline__ float fakeElement(float x, const BlockScale& b, const MxLaunch& c,
                                              const mxd::ElemParams& p, int64_t index) {
   if (b.kill != 0) return b.kill == 1 ? quietNan() : 0.0f;
-  const uint32_t rnd = R == 3 ? mxd::elementRandom(c.random_key, static_cast<uint64_t>(index)) : 0u;
-  // x * (1 / 2^k) rounds the same real number as x / 2^k (the CPU divides): the same bits,
-  // without the GPU's division sequence.
-  return mxd::quantizeElement<R>(x * b.inv, p, rnd) * b.scale;
+  return fakeKept<R>(x, b, p, R == 3 ? mxd::elementRandom(c.random_key, static_cast<uint64_t>(index)) : 0u);
+}
+
+// An element's stored bits: kill 1 fills the block with NaN, which only store writes as the CPU does.
+template <FloatType K>
+__device__ __forceinline__ typename IO<K>::T storeOf(float v, const BlockScale& b) {
+  return b.kill == 1 ? IO<K>::store(v) : IO<K>::storeFinite(v);
 }
 
 // ---- one thread per block column ----------------------------------------------------------------
@@ -142,15 +162,69 @@ __global__ void fakeQuantizeColumns(const typename IO<K>::T* x, typename IO<K>::
 #pragma unroll
     for (int l = 0; l < CACHE; ++l) {
       const int64_t i = base + l * c.inner;
-      if (l < n) y[i] = IO<K>::store(fakeElement<R>(v[l], b, c, p, i));
+      if (l < n) y[i] = storeOf<K>(fakeElement<R>(v[l], b, c, p, i), b);
     }
   } else {
     columnMax<K>(x, c, o, l0, l1, w, amax, nan_seen);
     const BlockScale b = blockScale(amax, nan_seen, c, p);
     for (int64_t l = l0; l < l1; ++l) {
       const int64_t i = (o * c.len + l) * c.inner + w;
-      y[i] = IO<K>::store(fakeElement<R>(IO<K>::load(x[i]), b, c, p, i));
+      y[i] = storeOf<K>(fakeElement<R>(IO<K>::load(x[i]), b, c, p, i), b);
     }
+  }
+}
+
+// Two neighbouring block columns per thread (2-byte floats, inner even, blocks of at most 32): one
+// 4-byte load per row serves both columns and the block stays in 32 registers as packed pairs,
+// where one column per thread made 2-byte loads and held 32 floats (93 registers, a quarter of
+// the SM's threads).
+// |lo|, |hi| of a pair.
+template <FloatType K>
+__device__ __forceinline__ void pairAbs(uint32_t v, float& a0, float& a1) {
+  if constexpr (K == FloatType::kBF16) {
+    a0 = mxd::bitsToFloat((v << 16) & 0x7FFFFFFFu), a1 = mxd::bitsToFloat(v & 0x7FFF0000u);
+  } else {
+    a0 = fabsf(IO<K>::load(static_cast<uint16_t>(v))), a1 = fabsf(IO<K>::load(static_cast<uint16_t>(v >> 16)));
+  }
+}
+
+template <FloatType K, int R>
+__global__ void __launch_bounds__(kThreads) fakeQuantizeColumnPairs(const uint32_t* x, uint32_t* y, MxLaunch c,
+                                                                    int64_t pairs) {
+  const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (t >= pairs) return;
+  const int64_t half = c.inner / 2;
+  const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  const int64_t w = t % half, r = t / half;
+  const int64_t o = r / nblocks, l0 = (r % nblocks) * c.block;
+  const int n = static_cast<int>(min(c.len, l0 + c.block) - l0);
+  const int64_t base = (o * c.len + l0) * half + w;
+  const mxd::ElemParams p = elemParams(c);
+  uint32_t v[32];
+  float amax0 = 0.0f, amax1 = 0.0f;
+  bool nan0 = false, nan1 = false;
+#pragma unroll
+  for (int l = 0; l < 32; ++l) {
+    v[l] = l < n ? x[base + l * half] : 0u;
+    float a0, a1;
+    pairAbs<K>(v[l], a0, a1);
+    nan0 |= (a0 != a0), nan1 |= (a1 != a1);
+    amax0 = a0 > amax0 ? a0 : amax0, amax1 = a1 > amax1 ? a1 : amax1;
+  }
+  // Empty asms that "change" each pair and the row step: nothing computed from them above (converted
+  // values, 32 addresses) is kept for the pass below, so the 32 packed pairs are all that stays live.
+#pragma unroll
+  for (int l = 0; l < 32; ++l) asm("" : "+r"(v[l]));
+  int64_t step = half;
+  asm("" : "+l"(step));
+  const BlockScale b0 = blockScale(amax0, nan0, c, p), b1 = blockScale(amax1, nan1, c, p);
+#pragma unroll
+  for (int l = 0; l < 32; ++l) {
+    if (l >= n) break;
+    const int64_t i = (base + l * step) * 2;
+    const float f0 = fakeElement<R>(IO<K>::load(static_cast<uint16_t>(v[l])), b0, c, p, i);
+    const float f1 = fakeElement<R>(IO<K>::load(static_cast<uint16_t>(v[l] >> 16)), b1, c, p, i + 1);
+    y[base + l * step] = uint32_t{storeOf<K>(f0, b0)} | (uint32_t{storeOf<K>(f1, b1)} << 16);
   }
 }
 
@@ -232,8 +306,21 @@ __global__ void fakeQuantizeVec(const uint4* x, uint4* y, MxLaunch c, int64_t nv
     if (t >= nvec) continue;
     const BlockScale b = blockScale(amax, nan_seen, c, p);
     T v[V];
+    if (b.kill != 0) {
+      const T fill = IO<K>::store(b.kill == 1 ? quietNan() : 0.0f);
 #pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = IO<K>::store(fakeElement<R>(f[i], b, c, p, t * V + i));
+      for (int i = 0; i < V; ++i) v[i] = fill;
+    } else {
+      // elementRandom(key, index) = hash32(low ^ hash32(high ^ key)): a vector never crosses
+      // 2^32 elements (V divides it), so the inner hash is the vector's.
+      const uint64_t first = static_cast<uint64_t>(t) * V;
+      const uint32_t inner = R == 3 ? mxd::hash32(static_cast<uint32_t>(first >> 32) ^ c.random_key) : 0u;
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const uint32_t rnd = R == 3 ? mxd::hash32((static_cast<uint32_t>(first) + i) ^ inner) : 0u;
+        v[i] = IO<K>::storeFinite(fakeKept<R>(f[i], b, p, rnd));
+      }
+    }
     memcpy(&raw[u], v, 16);
     y[t] = raw[u];
   }
@@ -264,6 +351,16 @@ cudaError_t launchFake(const void* x, void* y, const MxLaunch& c, cudaStream_t s
     return cudaGetLastError();
   }
   const int64_t columns = c.outer * ((c.len + c.block - 1) / c.block) * c.inner;
+  if constexpr (sizeof(T) == 2) {
+    if (c.inner % 2 == 0 && c.block <= 32 && reinterpret_cast<uintptr_t>(x) % 4 == 0 &&
+        reinterpret_cast<uintptr_t>(y) % 4 == 0) {
+      const int64_t pairs = columns / 2;
+      const auto grid = static_cast<unsigned>((pairs + kThreads - 1) / kThreads);
+      fakeQuantizeColumnPairs<K, R><<<grid, kThreads, 0, stream>>>(static_cast<const uint32_t*>(x),
+                                                                   static_cast<uint32_t*>(y), c, pairs);
+      return cudaGetLastError();
+    }
+  }
   const dim3 grid(static_cast<unsigned>((columns + kThreads - 1) / kThreads));
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
