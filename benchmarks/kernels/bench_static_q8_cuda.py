@@ -5,7 +5,8 @@ an unlowered XNNPACK graph in eager mode (torch's dequantize_per_tensor -> fp32 
 quantize_per_tensor), pt2q's reference (what these ops ran on CUDA before: fp64 ATen) and, for
 linears with more than 16 rows, torch._int_mm (int8 x int8 -> int32 only, no requantization).
 Shapes are bench_static_q8.py's (the demo's small convolutions, ResNet-style ones, Llama-style
-linears) plus decode rows. Times are medians of CUDA-event timings; "x bf16" is the bf16 float op's
+linears) plus decode rows. Times are medians of CUDA-event timings of 8 calls queued back to back
+(bench_mx_cuda.time_ms: no launch gaps); "x bf16" is the bf16 float op's
 time over the row's.
 
     python benchmarks/kernels/bench_static_q8_cuda.py

@@ -9,18 +9,10 @@
 #include <random>
 #include <vector>
 
+#include "tools/gpu/probe_check.cuh"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 
 using namespace pt2q::cuda;
-
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    const cudaError_t e_ = (x);                                                        \
-    if (e_ != cudaSuccess) {                                                           \
-      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));  \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
 
 struct Problem {
   int64_t m, n, k;
