@@ -61,8 +61,6 @@ struct QCache {
   }
 };
 
-// Each thread takes U vectors kThreads apart (a block covers U * kThreads whole vectors), all
-// loaded before any is used: 16 bytes in flight per thread were too few for 2-byte floats.
 // quantize (float -> code) and dequantize (code -> float) of one element, for mapVecKernel.
 struct QuantizeOp {
   template <typename Out, typename In>
@@ -77,6 +75,8 @@ struct DequantizeOp {
   }
 };
 
+// Each thread takes U vectors kThreads apart (a block covers U * kThreads whole vectors), all
+// loaded before any is used: 16 bytes in flight per thread were too few for 2-byte floats.
 template <typename In, typename Out, class Op, Mode M, int V, int U>
 __global__ void __launch_bounds__(kThreads) mapVecKernel(const In* x, Out* out, uint32_t nv, VecIndex l,
                                                          const float* scale, const float* zp, Params p) {
@@ -166,6 +166,17 @@ cudaError_t byMode(const VecIndex& l, int vec, F&& go) {
     default: go(std::integral_constant<Mode, Mode::kAny>()); break;
   }
   return cudaGetLastError();
+}
+
+// Calls go(flavour constant) with the fake-quantize flavour f.
+template <class F>
+void byFlavour(Flavour f, F&& go) {
+  switch (f) {
+    case kIntZp: go(std::integral_constant<Flavour, kIntZp>()); break;
+    case kIntNoZp: go(std::integral_constant<Flavour, kIntNoZp>()); break;
+    case kFloatZp: go(std::integral_constant<Flavour, kFloatZp>()); break;
+    default: go(std::integral_constant<Flavour, kAnyFlavour>()); break;
+  }
 }
 
 // Calls go(T*) with the float type's pointer.
@@ -269,21 +280,10 @@ cudaError_t fakeQuantizeVec(const void* x, FloatType xt, void* y, bool* mask, in
         const auto nv = static_cast<uint32_t>(n / V);
         const unsigned grid = gridOf(nv, U);
         auto* yp = static_cast<T*>(y);
-        switch (flavourOf(p, zp)) {
-          case kIntZp:
-            fakeQuantizeVecKernel<T, M, V, U, kIntZp><<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
-            break;
-          case kIntNoZp:
-            fakeQuantizeVecKernel<T, M, V, U, kIntNoZp><<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
-            break;
-          case kFloatZp:
-            fakeQuantizeVecKernel<T, M, V, U, kFloatZp><<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
-            break;
-          default:
-            fakeQuantizeVecKernel<T, M, V, U, kAnyFlavour>
-                <<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
-            break;
-        }
+        byFlavour(flavourOf(p, zp), [&](auto flavour) {
+          fakeQuantizeVecKernel<T, M, V, U, decltype(flavour)::value>
+              <<<grid, kThreads, 0, stream>>>(xp, yp, mask, nv, vi, scale, zp, p);
+        });
       });
     });
   });

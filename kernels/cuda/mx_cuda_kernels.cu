@@ -174,10 +174,6 @@ __global__ void fakeQuantizeColumns(const typename IO<K>::T* x, typename IO<K>::
   }
 }
 
-// Two neighbouring block columns per thread (2-byte floats, inner even, blocks of at most 32): one
-// 4-byte load per row serves both columns and the block stays in 32 registers as packed pairs,
-// where one column per thread made 2-byte loads and held 32 floats (93 registers, a quarter of
-// the SM's threads).
 // |lo|, |hi| of a pair.
 template <FloatType K>
 __device__ __forceinline__ void pairAbs(uint32_t v, float& a0, float& a1) {
@@ -188,17 +184,21 @@ __device__ __forceinline__ void pairAbs(uint32_t v, float& a0, float& a1) {
   }
 }
 
+// Two neighbouring block columns per thread (2-byte floats, inner even, blocks of at most 32): one
+// 4-byte load per row serves both columns and the block stays in 32 registers as packed pairs,
+// where one column per thread made 2-byte loads and held 32 floats (93 registers, a quarter of
+// the SM's threads). Thread t is block column t of the layout seen with pairs as its elements.
 template <FloatType K, int R>
 __global__ void __launch_bounds__(kThreads) fakeQuantizeColumnPairs(const uint32_t* x, uint32_t* y, MxLaunch c,
                                                                     int64_t pairs) {
   const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (t >= pairs) return;
   const int64_t half = c.inner / 2;
-  const int64_t nblocks = (c.len + c.block - 1) / c.block;
-  const int64_t w = t % half, r = t / half;
-  const int64_t o = r / nblocks, l0 = (r % nblocks) * c.block;
-  const int n = static_cast<int>(min(c.len, l0 + c.block) - l0);
-  const int64_t base = (o * c.len + l0) * half + w;
+  MxLaunch in_pairs = c;
+  in_pairs.inner = half;
+  const Column k = columnOf(in_pairs, t);
+  const int n = static_cast<int>(k.l1 - k.l0);
+  const int64_t base = (k.o * c.len + k.l0) * half + k.w;
   const mxd::ElemParams p = elemParams(c);
   uint32_t v[32];
   float amax0 = 0.0f, amax1 = 0.0f;
