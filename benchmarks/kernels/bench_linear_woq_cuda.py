@@ -9,12 +9,20 @@ exceed the 50 MiB L2 (so every call streams its weight from HBM, and launch gaps
 time); the time per call is the median graph replay over 20 replays / 64. Bytes: the weight
 (codes + scales) + x + y; "% BW" against a device-to-device copy probe (read + write) of 256 MiB
 in the same run. Goals (issue 8): W4A16 at M = 1 >= 75 % of bandwidth and >= 2x tinygemm, at
-M = 16 <= 1.3x its own M = 1 time; W8A16 at M = 1 >= 75 % and >= 1.8x bf16 F.linear.
+M = 16 <= 1.3x its own M = 1 time, at M = 128 faster than bf16 F.linear; W8A16 at M = 1 >= 75 %
+and >= 1.8x bf16 F.linear.
+
+From 64 rows (to kWoqGemmMaxRows) the weight-only ops run the GEMM that dequantizes in registers
+(wgmma on the H100). In the same run: "(mma.sync GEMM)" is its other kernel
+(PT2Q_CUDA_WOQ_WGMMA=0), "(dequantize + cuBLAS)" the path it replaced
+(PT2Q_CUDA_WOQ_GEMM_MAX_ROWS=0), "(GEMM past its default rows)" the GEMM where cuBLAS is the
+default, and --splits the GEMM at forced splits of K (PT2Q_CUDA_WOQ_SPLITS).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 
 import torch
@@ -51,6 +59,22 @@ def graph_ms(fn, calls=64, replays=20):
     return statistics.median(times)
 
 
+def with_env(fn, **env):
+    """fn with the environment set while it runs (graph capture runs the host code once)."""
+    def run(i):
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update({k: str(v) for k, v in env.items()})
+        try:
+            return fn(i)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return run
+
+
 def copy_probe():
     x = torch.empty(64 << 20, device="cuda")
     y = torch.empty_like(x)
@@ -67,7 +91,9 @@ def main():
     ap.add_argument("--m", default="1,4,16,128,2048", help="rows of x, comma-separated")
     ap.add_argument("--only", default="",
                     help="time only the ops whose name holds one of these comma-separated texts (and bf16 F.linear)")
+    ap.add_argument("--splits", default="", help="also time the W4A16 / W8A16 GEMM at these splits of K (from 64 rows)")
     args = ap.parse_args()
+    splits = [int(v) for v in args.splits.split(",") if v]
     m_list = [int(v) for v in args.m.split(",")]
     bw0 = copy_probe()
     rows = []
@@ -104,6 +130,25 @@ def main():
                               n * k // 2 + 4 * n * k // 128 + io))
             cases.append(("pt2q linear_w4a16 g128", lambda i: P.linear_w4a16(x, p4[i % len(p4)], s4),
                           n * k // 2 + 4 * n * k // 128 + io))
+            w8a16 = lambda i: P.linear_w8a16(x, p8[i % len(p8)], s8)  # noqa: E731
+            w4a16 = lambda i: P.linear_w4a16(x, p4[i % len(p4)], s4)  # noqa: E731
+            b8, b4 = n * k + 4 * n + io, n * k // 2 + 4 * n * k // 128 + io
+            lift = {"PT2Q_CUDA_WOQ_GEMM_MAX_ROWS": 1 << 30}
+            if m > 128:
+                cases.append(("pt2q linear_w8a16 (GEMM past its default rows)", with_env(w8a16, **lift), b8))
+                cases.append(("pt2q linear_w4a16 g128 (GEMM past its default rows)", with_env(w4a16, **lift), b4))
+            if m >= 64:
+                mma = {"PT2Q_CUDA_WOQ_WGMMA": 0, **lift}
+                cases.append(("pt2q linear_w8a16 (mma.sync GEMM)", with_env(w8a16, **mma), b8))
+                cases.append(("pt2q linear_w4a16 g128 (mma.sync GEMM)", with_env(w4a16, **mma), b4))
+            if 64 <= m <= 128:
+                off = {"PT2Q_CUDA_WOQ_GEMM_MAX_ROWS": 0}
+                cases.append(("pt2q linear_w8a16 (dequantize + cuBLAS)", with_env(w8a16, **off), b8))
+                cases.append(("pt2q linear_w4a16 g128 (dequantize + cuBLAS)", with_env(w4a16, **off), b4))
+            for sp in splits if m >= 64 else []:
+                on = {"PT2Q_CUDA_WOQ_SPLITS": sp, **lift}
+                cases.append((f"pt2q linear_w8a16 splits={sp}", with_env(w8a16, **on), b8))
+                cases.append((f"pt2q linear_w4a16 g128 splits={sp}", with_env(w4a16, **on), b4))
             cases.append(("pt2q linear_w8a8 (x quantized in the op)",
                           lambda i: P.linear_w8a8(x, p8[i % len(p8)], s8), n * k + 4 * n + io))
             cases.append(("pt2q linear_w4a8 g128 (x quantized in the op)",

@@ -20,6 +20,7 @@
 #include "kernels/cuda/dyn_mma.cuh"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/cuda/mma_tiles.cuh"
+#include "kernels/cuda/smem_limit.h"
 
 namespace pt2q::cuda {
 namespace {
@@ -34,7 +35,6 @@ constexpr int kNT = kTokens / 8;        // their 8-column tiles
 constexpr int kStageK = 128;            // k values per pipeline stage
 constexpr int kStages = 3;
 constexpr int kXStageBytes = kTokens * kStageK;
-constexpr int kMaxDevices = 64;
 
 __device__ __forceinline__ void cpAsync16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -350,17 +350,8 @@ cudaError_t launchGemm(const DynGemv& a, cudaStream_t stream) {
   constexpr int KPC = BITS == 8 ? 16 : 32;
   constexpr int BLOCKS = kWarps * RT * 4;
   constexpr int bytes = kStages * (kXStageBytes + BLOCKS * (kStageK / KPC) * int(kChunkBytes));
-  const auto kernel = dynGemm<BITS, W, RT, GROUPED, ZP, Q8>;
-  // More than 48 KiB of dynamic shared memory must be allowed per kernel, on each device.
-  int dev = 0;
-  if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  static bool allowed[kMaxDevices] = {};
-  if (dev >= kMaxDevices) return cudaErrorInvalidDevice;
-  if (!allowed[dev]) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (e != cudaSuccess) return e;
-    allowed[dev] = true;
-  }
+  constexpr auto kernel = dynGemm<BITS, W, RT, GROUPED, ZP, Q8>;
+  if (const cudaError_t e = allowSharedMemory<kernel>(bytes); e != cudaSuccess) return e;
   const int64_t chunks = a.k / KPC, spans = (chunks + W / 4 - 1) / (W / 4);
   const int64_t rows_per_block = BLOCKS * 4;
   const dim3 grid(static_cast<unsigned>((a.m + kTokens - 1) / kTokens),

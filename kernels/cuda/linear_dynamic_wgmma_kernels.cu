@@ -23,6 +23,8 @@
 #include "kernels/cuda/dyn_mma.cuh"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/cuda/mma_tiles.cuh"
+#include "kernels/cuda/smem_limit.h"
+#include "kernels/cuda/tensor_map.h"
 #include "kernels/cuda/wgmma.cuh"
 
 namespace pt2q::cuda {
@@ -37,7 +39,6 @@ constexpr int kStageK = 128;                   // k values (bytes) per stage: on
 constexpr int kChunksPerStage = kStageK / 16;
 constexpr int kStages = 4;
 constexpr int kXBytes = kTokens * kStageK;
-constexpr int kMaxDevices = 64;
 
 template <int TN>
 __host__ __device__ constexpr int stageBytes() {
@@ -167,31 +168,12 @@ __global__ void __maxnreg__(176)
 #endif
 }
 
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// The driver's cuTensorMapEncodeTiled through the runtime (pt2q links no libcuda); null if absent.
-EncodeTiled encodeTiled() {
-  static const EncodeTiled fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return static_cast<EncodeTiled>(nullptr);
-    }
-    return reinterpret_cast<EncodeTiled>(p);
-  }();
-  return fn;
-}
-
 // x's codes [m, k] and the weight's rows [n, k] (unpacked by weightRowSums) in boxes of 128 k x
 // 128 or TN rows, 128-byte swizzled, zeros out of bounds. (A 4-D map straight over the packed
 // layout, dimensions reordered to (16 bytes, chunk, row in block, block), encoded without error
 // but its copies wrote outside their box on the H100: out-of-range shared addresses.)
 bool encodeMaps(const DynGemv& a, int tn, CUtensorMap* xmap, CUtensorMap* wmap) {
-  const EncodeTiled encode = encodeTiled();
+  const wgmma::EncodeTiled encode = wgmma::encodeTiled();
   if (encode == nullptr) return false;
   const cuuint64_t stride[1] = {static_cast<cuuint64_t>(a.k)};
   const cuuint32_t ones[2] = {1, 1};
@@ -209,16 +191,8 @@ template <int TN>
 cudaError_t launch(const DynGemv& a, cudaStream_t stream) {
   CUtensorMap xmap, wmap;
   if (!encodeMaps(a, TN, &xmap, &wmap)) return cudaErrorNotSupported;
-  const auto kernel = dynWgmma<TN>;
-  int dev = 0;
-  if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  if (dev >= kMaxDevices) return cudaErrorInvalidDevice;
-  static bool allowed[kMaxDevices] = {};
-  if (!allowed[dev]) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smemBytes<TN>());
-    if (e != cudaSuccess) return e;
-    allowed[dev] = true;
-  }
+  constexpr auto kernel = dynWgmma<TN>;
+  if (const cudaError_t e = allowSharedMemory<kernel>(smemBytes<TN>()); e != cudaSuccess) return e;
   const int64_t chunks = a.k / 16;
   weightRowSums<<<static_cast<unsigned>(((a.n + 3) / 4 + 7) / 8), 256, 0, stream>>>(a.packed, a.n, chunks,
                                                                                      a.row_sums, a.weight_rows);

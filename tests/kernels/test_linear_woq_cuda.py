@@ -1,5 +1,6 @@
-"""linear_w8a16 / linear_w4a16 on CUDA: the GEMV kernel (up to 16 rows of x) and the reference
-path it hands larger inputs to, against an fp64 product of the unpacked weight, within the bound of
+"""linear_w8a16 / linear_w4a16 on CUDA: the GEMV kernels (fp32 x to 16 rows, bf16 / fp16 x to
+63), the GEMM that dequantizes in registers (bf16 / fp16 x from 64 rows, Hopper), the dequantize +
+cuBLAS path it replaced and the reference path, against an fp64 product of the unpacked weight, within the bound of
 fp32 summation in any order plus the output dtype's rounding; per-channel and grouped scales,
 zero points, bias, fp32 / bf16 / fp16 x, odd N, K over several splits, deterministic; the pack
 ops on CUDA give the CPU's bytes. Runs on the GPU machine; skipped elsewhere."""
@@ -85,26 +86,150 @@ def test_long_k_several_splits_and_leading_dims(bits):
     check(bits, torch.randn(1, 4096).to(torch.bfloat16), w, s, z, None)
 
 
+def rounded_weight(w, s, z, dtype):
+    """The weight as dequantWeight writes it: (code - zp) * scale in fp32, rounded to dtype."""
+    n, k = w.shape
+    groups = s.numel() // n
+    wd = w.float().reshape(n, groups, -1)
+    if z is not None:
+        wd = wd - z.float().reshape(n, groups, 1)
+    return (wd * s.float().reshape(n, groups, 1)).reshape(n, k).to(dtype)
+
+
+def gemm_on():
+    return torch.cuda.get_device_capability()[0] >= 9
+
+
 @pytest.mark.parametrize("bits,group,zp", [(8, None, False), (8, 64, True), (4, 128, False), (4, 32, True)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-def test_many_rows_dequantize_then_cublas(bits, group, zp, dtype):
-    # Past the GEMVs' rows: the weight dequantized in x's dtype, then F.linear, bit for bit the
-    # same as F.linear on the weight dequantized by torch (fp32, rounded to nearest even).
+def test_many_rows_dequantize_then_cublas(bits, group, zp, dtype, monkeypatch):
+    # Past the GEMVs' rows without the GEMM (fp32 x; bf16 / fp16 before Hopper or with
+    # PT2Q_CUDA_WOQ_GEMM_MAX_ROWS=0; past 128 rows by default): the weight dequantized in x's
+    # dtype, then F.linear, bit for bit the same as F.linear on the weight dequantized by torch
+    # (fp32, rounded to nearest even).
+    monkeypatch.setenv("PT2Q_CUDA_WOQ_GEMM_MAX_ROWS", "0")
     n, k = 72, 512
     w, s, z = make(bits, n, k, group, zp, seed=bits + k)
     b = torch.randn(n)
     for shape in ((64, k), (300, k), (2, 1100, k)):
         x = torch.randn(*shape).to(dtype)
         check(bits, x, w, s, z, b)
-        groups = s.numel() // n
-        wd = w.float().reshape(n, groups, -1)
-        if z is not None:
-            wd = wd - z.float().reshape(n, groups, 1)
-        wd = (wd * s.float().reshape(n, groups, 1)).reshape(n, k)
         op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
         pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
         got = op(x.cuda(), pack(w.cuda()), s.cuda(), None if z is None else z.cuda(), b.cuda())
-        assert torch.equal(got, torch.nn.functional.linear(x.cuda(), wd.to(dtype).cuda(), b.to(dtype).cuda()))
+        wd = rounded_weight(w, s, z, dtype).cuda()
+        assert torch.equal(got, torch.nn.functional.linear(x.cuda(), wd, b.to(dtype).cuda()))
+
+
+def gemm_check(bits, x, w, s, z, bias, splits=None, monkeypatch=None):
+    """The GEMM against the fp64 product of x and the rounded weight: fp32 summation in any order
+    plus the final rounding (the weight's own rounding is the same on both sides)."""
+    if splits is not None:
+        monkeypatch.setenv("PT2Q_CUDA_WOQ_SPLITS", str(splits))
+    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+    pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+    dev = lambda t: None if t is None else t.cuda()  # noqa: E731
+    got = op(x.cuda(), pack(w.cuda()), s.cuda(), dev(z), dev(bias))
+    assert torch.equal(got, op(x.cuda(), pack(w.cuda()), s.cuda(), dev(z), dev(bias)))  # deterministic
+    wd = rounded_weight(w, s, z, x.dtype).double()
+    xd = x.double().reshape(-1, w.shape[1])
+    bd = 0 if bias is None else bias.to(x.dtype).double()
+    want = xd @ wd.t() + bd
+    terms = xd.abs() @ wd.abs().t() + (0 if bias is None else abs(bd))
+    lim = 2 * (w.shape[1] + 4) * EPS32 * terms + ULP[x.dtype] * want.abs() + 1e-30
+    err = (got.cpu().double().reshape(want.shape) - want).abs()
+    assert got.dtype == x.dtype and got.shape == (*x.shape[:-1], w.shape[0])
+    assert bool((err <= lim).all()), float((err - lim).max())
+    return got
+
+
+needs_gemm = pytest.mark.skipif("not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9")
+
+
+@pytest.fixture(params=["wgmma", "mma.sync"])
+def gemm_all_rows(request, monkeypatch):
+    """Each GEMM (wgmma, the H100's; mma.sync, other Hopper-class devices') for any number of
+    rows (by default they stop at kWoqGemmMaxRows, where cuBLAS overtakes)."""
+    monkeypatch.setenv("PT2Q_CUDA_WOQ_GEMM_MAX_ROWS", "1000000")
+    monkeypatch.setenv("PT2Q_CUDA_WOQ_WGMMA", "1" if request.param == "wgmma" else "0")
+    return monkeypatch
+
+
+@needs_gemm
+@pytest.mark.parametrize("bits,group,zp", [(8, None, False), (8, None, True), (8, 16, True), (8, 48, False),
+                                           (4, None, True), (4, 32, False), (4, 96, True), (4, 128, False)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("splits", ["", "3"])
+def test_gemm_identity_rows_give_the_rounded_weight_bit_for_bit(bits, group, zp, dtype, splits, gemm_all_rows):
+    monkeypatch = gemm_all_rows
+    # x = the identity: every output is one exact product, so y must be the weight exactly as
+    # dequantWeight rounds it (codes, zero points, scales, nibble order and k renaming all seen).
+    n, k = 200, 384
+    w, s, z = make(bits, n, k, group, zp, seed=11 + bits)
+    w[0], w[1] = -128 if bits == 8 else -8, 127 if bits == 8 else 7
+    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+    pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+    x = torch.eye(k, dtype=dtype, device="cuda")
+    monkeypatch.setenv("PT2Q_CUDA_WOQ_SPLITS", splits)  # "": the automatic split
+    got = op(x, pack(w.cuda()), s.cuda(), None if z is None else z.cuda(), None)
+    assert torch.equal(got.cpu(), rounded_weight(w, s, z, dtype).t().contiguous())
+
+
+@needs_gemm
+@pytest.mark.parametrize("bits,group,zp", [(8, None, False), (8, 64, True), (4, 128, False), (4, 32, True)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("m", [64, 100, 128, 129, 300, 2048])
+def test_gemm_rows(bits, group, zp, dtype, m, gemm_all_rows):
+    # odd N (a partial tile of 128 weight rows, a partial 4-row block), partial tiles of x
+    w, s, z = make(bits, 203, 1024, group, zp, seed=m + bits)
+    check(bits, torch.randn(m, 1024).to(dtype), w, s, z, torch.randn(203))
+    gemm_check(bits, torch.randn(m, 1024).to(dtype), w, s, z, torch.randn(203))
+
+
+@needs_gemm
+@pytest.mark.parametrize("bits,k", [(8, 16), (8, 80), (8, 1040), (4, 32), (4, 96), (4, 1056)])
+@pytest.mark.parametrize("splits", [1, 2, 3, 5, 8])
+def test_gemm_splits_of_k_and_partial_spans(bits, k, splits, gemm_all_rows):
+    monkeypatch = gemm_all_rows
+    # K split over a cluster of 1 to 8 blocks, including splits with no span at all (k = 16)
+    w, s, z = make(bits, 130, k, None, zp=True, seed=k + splits)
+    x = (torch.randn(96, k) * 3).to(torch.bfloat16)
+    gemm_check(bits, x, w, s, z, torch.randn(130), splits=splits, monkeypatch=monkeypatch)
+
+
+@needs_gemm
+def test_gemm_llm_shape_and_leading_dims(gemm_all_rows):
+    # the issue's 4096-wide layer at 128 rows, K split automatically
+    w, s, z = make(4, 4096, 4096, 128, zp=False, seed=1)
+    gemm_check(4, torch.randn(2, 64, 4096).to(torch.bfloat16), w, s, z, None)
+    w, s, z = make(8, 1000, 4096, None, zp=False, seed=2)
+    gemm_check(8, torch.randn(128, 4096).to(torch.float16) / 8, w, s, z, torch.randn(1000))
+
+
+@needs_gemm
+def test_gemm_against_dequantize_then_cublas(gemm_all_rows):
+    monkeypatch = gemm_all_rows
+    # The two paths differ only in the order of the fp32 sums.
+    w, s, z = make(4, 300, 2048, 64, zp=True, seed=5)
+    x = torch.randn(256, 2048).to(torch.bfloat16).cuda()
+    args = (P.pack_weight_int4(w.cuda()), s.cuda(), z.cuda(), torch.randn(300).cuda())
+    fused = P.linear_w4a16(x, *args).double()
+    monkeypatch.setenv("PT2Q_CUDA_WOQ_GEMM_MAX_ROWS", "0")
+    ref = P.linear_w4a16(x, *args).double()
+    wd = rounded_weight(w, s, z, torch.bfloat16).double().cuda()
+    terms = x.double().abs() @ wd.abs().t() + args[3].to(torch.bfloat16).double().abs()
+    assert bool(((fused - ref).abs() <= 4 * 2048 * EPS32 * terms + 2 * ULP[torch.bfloat16] * ref.abs()).all())
+
+
+def test_gemm_splits_setting_is_checked(gemm_all_rows):
+    monkeypatch = gemm_all_rows
+    w, s, _ = make(8, 8, 64, None, zp=False, seed=1)
+    monkeypatch.setenv("PT2Q_CUDA_WOQ_SPLITS", "9")
+    x = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    if not gemm_on():
+        pytest.skip("the GEMM needs compute capability 9.0")
+    with pytest.raises(RuntimeError, match="PT2Q_CUDA_WOQ_SPLITS.*1 to 8, got 9"):
+        P.linear_w8a16(x, P.pack_weight_int8(w.cuda()), s.cuda())
 
 
 def test_reference_path_for_unaligned_or_ragged_inputs():

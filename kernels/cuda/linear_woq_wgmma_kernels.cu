@@ -1,0 +1,305 @@
+// linear_w8a16 / linear_w4a16 for many rows of bf16 / fp16 x on Hopper's warpgroup mma (wgmma,
+// sm_90a): the GEMM of linear_woq_gemm_kernels.cu with its numerics (each weight value as
+// dequantWeight rounds it, products summed in fp32) and its split of K over a cluster, but the
+// tensor cores read x straight from shared memory and the weight from registers.
+//
+// A block is two consumer warpgroups and one producer warp. Each warpgroup owns 64 weight rows
+// (the A operand, m64) against 128 rows of x (the B operand, n128); K goes in stages of 64 values.
+// The producer's first lane has the tensor copy engine bring each stage of x into a 128-byte-
+// swizzled K-major tile (wgmma.cuh) and the stage's bytes of the packed weight blocks (4 rows x
+// 64 bytes per chunk, as packed) into a plain tile, kStages buffers deep.
+//
+// wgmma takes A from registers in the mma.sync fragment: lane (g, t) of a warp holds k 2t, 2t + 1
+// and 2t + 8, 2t + 9 of a k16 step for rows g and g + 8. A packed chunk holds 16 consecutive k of a
+// row (int8), or 32 (int4: byte b holds k b in its low and k 16 + b in its high nibble), so each
+// lane reads the two 32-bit words of its row's chunk that hold its 4 bytes and decodes them in k
+// order: x needs no renaming, and the copy engine's tile is wgmma's B operand as it lands.
+//
+// One k16 step: decode (8 values per lane), then one m64n128k16 wgmma; the next step's decode
+// overlaps it (A registers double-buffered, at most two wgmmas in flight).
+#include <cuda.h>
+
+#include <cooperative_groups.h>
+#include <cstdint>
+
+#include "kernels/cuda/linear_woq_cuda_kernels.h"
+#include "kernels/cuda/smem_limit.h"
+#include "kernels/cuda/tensor_map.h"
+#include "kernels/cuda/wgmma.cuh"
+#include "kernels/cuda/woq_gemm.cuh"
+
+namespace pt2q::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kConsumers = 256;             // two warpgroups
+constexpr int kThreads = kConsumers + 32;   // and the producer warp
+constexpr int kTokens = 128;                // rows of x per block (wgmma's n)
+constexpr int kRows = 128;                  // weight rows per block, 64 per warpgroup
+constexpr int kStageK = 64;                 // k per stage: one 128-byte swizzled row of x
+constexpr int kStages = 4;
+constexpr int kXBytes = kTokens * kStageK * 2;
+constexpr int kPartStride = kRows + 4;      // floats per row of x in the sums' staging
+constexpr int kMaxSplits = 8;
+
+template <int BITS>
+struct Geo {
+  static constexpr int KPC = BITS == 8 ? 16 : 32;           // k per chunk
+  static constexpr int BLOCK_BYTES = kStageK / KPC * 64;    // one 4-row block's bytes per stage
+  static constexpr int W_BYTES = kRows / 4 * BLOCK_BYTES;
+  static constexpr int STAGE = kXBytes + W_BYTES;
+  // stages, their barriers, and slack to align the swizzled tiles to 1024 bytes
+  static constexpr int SMEM = kStages * STAGE + 2 * kStages * 8 + wgmma::kAtomBytes;
+  static_assert(kTokens * kPartStride * 4 <= kStages * STAGE, "the sums' staging reuses the stages");
+};
+
+// Two blocks per multiprocessor: 112 registers (65536 / 576, rounded down to whole 8s);
+// __launch_bounds__(288, 2) capped them at 96 and spilled.
+template <int BITS, FloatType T, bool GROUPED, bool ZP>
+__global__ void __maxnreg__(112)
+    woqWgmma(WoqGemv a, const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
+             int stages_total) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using G = Geo<BITS>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((wgmma::kAtomBytes - (__cvta_generic_to_shared(smem_raw) & (wgmma::kAtomBytes - 1))) &
+                              (wgmma::kAtomBytes - 1));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * G::STAGE);
+  uint64_t* empty = full + kStages;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int splits = static_cast<int>(cluster.num_blocks()), z = static_cast<int>(cluster.block_rank());
+  const int tid = threadIdx.x;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTokens;
+  const int64_t blk0 = static_cast<int64_t>(blockIdx.y) * (kRows / 4);  // first packed 4-row block
+  const int per = (stages_total + splits - 1) / splits;
+  const int st0 = min(stages_total, z * per), count = min(stages_total, st0 + per) - st0;
+  if (tid == kConsumers) {
+    for (int s = 0; s < kStages; ++s) {
+      wgmma::barrierInit(&full[s], 1);
+      wgmma::barrierInit(&empty[s], kConsumers);
+    }
+    wgmma::barrierInitFence();
+  }
+  __syncthreads();
+
+  float acc[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+  const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
+  if (tid >= kConsumers) {
+    if (tid == kConsumers) {
+      for (int i = 0; i < count; ++i) {
+        const int s = i % kStages, st = st0 + i;
+        if (i >= kStages) wgmma::waitParity(&empty[s], ((i / kStages) - 1) & 1);
+        uint8_t* xs = smem + s * G::STAGE;
+        wgmma::arriveExpectBytes(&full[s], G::STAGE);
+        wgmma::copyBox2d(xs, &xmap, st * kStageK, static_cast<int>(m0), &full[s]);
+        wgmma::copyBox2d(xs + kXBytes, &wmap, st * G::BLOCK_BYTES, static_cast<int>(blk0), &full[s]);
+      }
+    }
+  } else {
+    // The lane's rows g and g + 8 of its warp's 16: packed block (in the block's tile) and row in it.
+    const int pb = wg * 16 + warp * 4 + g / 4, pr = g % 4;
+    int64_t srow[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) srow[h] = min(blk0 * 4 + pb * 4 + 8 * h + pr, a.n - 1) * a.groups;
+    float sc[2], zc[2] = {0.0f, 0.0f};
+    int64_t gnext = INT64_MAX;  // grouped: the first k of the next group
+    int64_t grp = 0;
+    auto loadScales = [&]() {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        sc[h] = __ldg(a.scales + srow[h] + grp);
+        if constexpr (ZP) zc[h] = __ldg(a.zero_points + srow[h] + grp);
+      }
+    };
+    if constexpr (GROUPED) {
+      grp = static_cast<int64_t>(st0) * kStageK / a.group_size;
+      gnext = (grp + 1) * a.group_size;
+    }
+    loadScales();
+    const int wo = 4 * (t / 2), bo = 2 * (t & 1);  // the lane's word offset in a row's chunk; byte in it
+    uint32_t fa[2][4];
+    for (int i = 0; i < count; ++i) {
+      const int s = i % kStages;
+      wgmma::waitParity(&full[s], (i / kStages) & 1);
+      const uint8_t* xs = smem + s * G::STAGE;
+      const uint8_t* ws = xs + kXBytes;
+      // The stage's words of the lane's two rows, loaded before the first wgmma: each wgmma's
+      // memory clobber would otherwise hold the next step's loads (and their latency) behind it.
+      constexpr int CHUNKS = kStageK / G::KPC;
+      uint32_t lo[CHUNKS][2], hi[CHUNKS][2];
+#pragma unroll
+      for (int c = 0; c < CHUNKS; ++c) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* row = ws + (pb + 2 * h) * G::BLOCK_BYTES + c * 64 + pr * 16;
+          lo[c][h] = *reinterpret_cast<const uint32_t*>(row + wo);
+          hi[c][h] = *reinterpret_cast<const uint32_t*>(row + 8 + wo);
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < kStageK / 16; ++kk) {
+        if constexpr (GROUPED) {
+          if (static_cast<int64_t>(st0 + i) * kStageK + kk * 16 >= gnext) {
+            ++grp;
+            gnext += a.group_size;
+            loadScales();
+          }
+        }
+        // this k16 step's chunk and run (int4: the low nibbles' k16, then the high nibbles')
+        const int c = BITS == 8 ? kk : kk / 2, run = BITS == 8 ? 0 : kk % 2;
+        uint32_t* f = fa[kk % 2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float v0 = woq::dequant<ZP>(woq::codeOf<BITS>(lo[c][h], bo, run), sc[h], zc[h]);
+          const float v1 = woq::dequant<ZP>(woq::codeOf<BITS>(lo[c][h], bo + 1, run), sc[h], zc[h]);
+          const float v2 = woq::dequant<ZP>(woq::codeOf<BITS>(hi[c][h], bo, run), sc[h], zc[h]);
+          const float v3 = woq::dequant<ZP>(woq::codeOf<BITS>(hi[c][h], bo + 1, run), sc[h], zc[h]);
+          f[h] = woq::pack2<T>(v0, v1);
+          f[h + 2] = woq::pack2<T>(v2, v3);
+        }
+        wgmma::pin(acc);
+        wgmma::fence();
+        wgmma::wgmmaF16RegN128<T == FloatType::kF16>(acc, fa[kk % 2], wgmma::descriptor(xs + kk * 32), 1);
+        wgmma::commit();
+        // The previous wgmma is done: its A registers may be rewritten, and at kk = 0 it was the
+        // last to read the previous stage, whose buffer goes back to the producer.
+        wgmma::wait<1>();
+        wgmma::pin(acc);
+        // Keeps the previous step's A registers live (unreused) until here, where its wgmma is done.
+        wgmma::pin(fa[(kk + 1) % 2]);
+        if (kk == 0 && i > 0) wgmma::arrive(&empty[(i - 1) % kStages]);
+      }
+    }
+    wgmma::wait<0>();
+    wgmma::pin(acc);
+    wgmma::pin(fa[0]);
+    wgmma::pin(fa[1]);
+  }
+  __syncthreads();  // every copy has landed and been read: the stages may hold the sums
+
+  // Accumulator 4i + 2h + j of a thread: weight row 16 warp + g + 8h of its warpgroup's 64, row
+  // of x 8i + 2t + j.
+  float* part = reinterpret_cast<float*>(smem);
+  if (tid < kConsumers) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        part[(8 * i + 2 * t + (e & 1)) * kPartStride + wg * 64 + warp * 16 + g + 8 * (e >> 1)] = acc[4 * i + e];
+      }
+    }
+  }
+  cluster.sync();
+  if (tid < kConsumers) woq::finishRows<T, kTokens, kPartStride>(cluster, part, a, m0, blk0 * 4, tid / 32, 8, lane);
+  cluster.sync();  // no block leaves while another still reads its shared memory
+#endif
+}
+
+// x [m, k] in boxes of 64 k x 128 rows, 128-byte swizzled; the packed weight as rows of 4-row
+// blocks ([nb, chunks * 64 bytes]) in boxes of one stage's bytes x 32 blocks. Zeros out of bounds.
+bool encodeMaps(const WoqGemv& a, int block_bytes, CUtensorMap* xmap, CUtensorMap* wmap) {
+  const wgmma::EncodeTiled encode = wgmma::encodeTiled();
+  if (encode == nullptr) return false;
+  const cuuint32_t ones[2] = {1, 1};
+  const cuuint64_t xdim[2] = {static_cast<cuuint64_t>(a.k), static_cast<cuuint64_t>(a.m)};
+  const cuuint64_t xstride[1] = {static_cast<cuuint64_t>(a.k) * 2};
+  const cuuint32_t xbox[2] = {kStageK, kTokens};
+  const int64_t chunk_bytes = a.k / (a.bits == 8 ? 16 : 32) * 64;
+  const cuuint64_t wdim[2] = {static_cast<cuuint64_t>(chunk_bytes), static_cast<cuuint64_t>((a.n + 3) / 4)};
+  const cuuint64_t wstride[1] = {static_cast<cuuint64_t>(chunk_bytes)};
+  const cuuint32_t wbox[2] = {static_cast<cuuint32_t>(block_bytes), kRows / 4};
+  return encode(xmap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(a.x), xdim, xstride, xbox, ones,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS &&
+         encode(wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(a.packed), wdim, wstride, wbox, ones,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int BITS, FloatType T, bool GROUPED, bool ZP>
+cudaError_t launch(const WoqGemv& a, int splits, cudaStream_t stream) {
+  using G = Geo<BITS>;
+  CUtensorMap xmap, wmap;
+  if (!encodeMaps(a, G::BLOCK_BYTES, &xmap, &wmap)) return cudaErrorNotSupported;
+  constexpr auto kernel = woqWgmma<BITS, T, GROUPED, ZP>;
+  if (const cudaError_t e = allowSharedMemory<kernel>(G::SMEM); e != cudaSuccess) return e;
+  const int stages_total = static_cast<int>((a.k + kStageK - 1) / kStageK);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>((a.m + kTokens - 1) / kTokens),
+                     static_cast<unsigned>((a.n + kRows - 1) / kRows), static_cast<unsigned>(splits));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = G::SMEM;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = static_cast<unsigned>(splits);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, a, xmap, wmap, stages_total);
+}
+
+template <int BITS, FloatType T>
+cudaError_t byScales(const WoqGemv& a, int splits, cudaStream_t stream) {
+  const bool zp = a.zero_points != nullptr;
+  if (a.groups == 1) {
+    return zp ? launch<BITS, T, false, true>(a, splits, stream) : launch<BITS, T, false, false>(a, splits, stream);
+  }
+  return zp ? launch<BITS, T, true, true>(a, splits, stream) : launch<BITS, T, true, false>(a, splits, stream);
+}
+
+template <int BITS>
+cudaError_t byType(const WoqGemv& a, int splits, cudaStream_t stream) {
+  return a.xt == FloatType::kBF16 ? byScales<BITS, FloatType::kBF16>(a, splits, stream)
+                                  : byScales<BITS, FloatType::kF16>(a, splits, stream);
+}
+
+}  // namespace
+
+bool linearWeightOnlyWgmmaTakes(const WoqGemv& a) {
+  const int64_t kpc = a.bits == 8 ? 16 : 32;
+  if (a.xt == FloatType::kF32 || a.m <= 0 || a.n <= 0 || a.k % kpc != 0 || (a.groups != 1 && a.group_size % 16 != 0)) {
+    return false;
+  }
+  // The copy engine wants 16-byte aligned bases and strides, and takes int32 coordinates.
+  if (a.m > INT32_MAX || a.k > INT32_MAX / 2 || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(a.packed) % 16 != 0) {
+    return false;
+  }
+  // sm_90a code: a device that cannot load it keeps the mma.sync GEMM.
+  static const bool loadable = [] {
+    cudaFuncAttributes attr;
+    const bool ok = cudaFuncGetAttributes(&attr, woqWgmma<8, FloatType::kBF16, false, false>) == cudaSuccess;
+    (void)cudaGetLastError();
+    return ok;
+  }();
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return loadable && major == 9 && minor == 0;
+}
+
+int linearWeightOnlyWgmmaSplits(const WoqGemv& a) {
+  // Swept on the H100 (splits 1, 2, 4, 8 at 128 and 256 rows of x on the four benchmark shapes):
+  // 2 was fastest for 32 and 64 tiles, 1 for 86, 112 and 224 tiles (2 for 172, by 16 %); 4 and 8
+  // never won by more than 5 %. So two splits while they keep every block resident at once (two
+  // per multiprocessor) and 4 stages each; more were not measured to pay for small layers.
+  const int64_t stages = (a.k + kStageK - 1) / kStageK;
+  const int64_t tiles = ((a.m + kTokens - 1) / kTokens) * ((a.n + kRows - 1) / kRows);
+  return 2 * tiles <= int64_t(a.sm_count) && stages >= 8 ? 2 : 1;
+}
+
+cudaError_t linearWeightOnlyWgmma(const WoqGemv& a, int splits, cudaStream_t stream) {
+  if (splits < 1 || splits > kMaxSplits || !linearWeightOnlyWgmmaTakes(a)) return cudaErrorInvalidValue;
+  return a.bits == 8 ? byType<8>(a, splits, stream) : byType<4>(a, splits, stream);
+}
+
+}  // namespace pt2q::cuda

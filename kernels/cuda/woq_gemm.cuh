@@ -1,0 +1,87 @@
+// What the GEMMs of linear_w8a16 / linear_w4a16 that dequantize in registers share
+// (linear_woq_gemm_kernels.cu on mma.sync, linear_woq_wgmma_kernels.cu on wgmma): a packed code as
+// an exact float, its dequantized value as dequantWeight computes it, pairs rounded to x's dtype,
+// and the end of a cluster's split of K.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/affine_cuda_kernels.h"
+#include "kernels/cuda/linear_woq_cuda_kernels.h"
+
+namespace pt2q::cuda::woq {
+
+// The code of value b of word w (run r: int4's low or high nibbles) as an exact float: its bits
+// under the exponent of 2^23, less that offset.
+template <int BITS>
+__device__ __forceinline__ float codeOf(uint32_t w, int b, int r) {
+  if constexpr (BITS == 8) {
+    const uint32_t u = __byte_perm(w ^ 0x80808080u, 0x4B000000u, static_cast<uint32_t>(b) | 0x7540u);
+    return __uint_as_float(u) - 8388736.0f;  // 2^23 + 128
+  } else {
+    return __uint_as_float(((w >> (8 * b + 4 * r)) & 0xFu) | 0x4B000000u) - 8388616.0f;  // 2^23 + 8
+  }
+}
+
+// (code - zero point) * scale in fp32, as dequantWeight computes it (no fused multiply-add).
+template <bool ZP>
+__device__ __forceinline__ float dequant(float code, float s, float z) {
+  return ZP ? (code - z) * s : code * s;
+}
+
+// Two floats rounded to nearest even in x's dtype, the first in the low half.
+template <FloatType T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (T == FloatType::kBF16) {
+    const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&r);
+  } else {
+    const __half2 r = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+}
+
+template <FloatType T>
+using Elem = std::conditional_t<T == FloatType::kBF16, __nv_bfloat16, __half>;
+
+// The end of a split of K over a thread-block cluster: each block has left its fp32 sums in its
+// shared memory (part[row of x][weight row], STRIDE floats per row of x, 128 weight rows from
+// row0), and the cluster has synchronized. Block z adds, for its share of the TOKENS rows of x,
+// the splits in split order (deterministic), reading the other blocks' shared memory directly,
+// adds the bias and stores 4 outputs per lane. `warps` warps (from warp 0) take part.
+template <FloatType T, int TOKENS, int STRIDE>
+__device__ __forceinline__ void finishRows(cooperative_groups::cluster_group& cluster, float* part, const WoqGemv& a,
+                                           int64_t m0, int64_t row0, int warp, int warps, int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int splits = static_cast<int>(cluster.num_blocks()), z = static_cast<int>(cluster.block_rank());
+  const int share = (TOKENS + splits - 1) / splits;
+  const int64_t r0 = row0 + lane * 4;  // the lane's 4 weight rows
+  float bias[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) bias[e] = a.bias != nullptr && r0 + e < a.n ? a.bias[r0 + e] : 0.0f;
+  for (int tk = z * share + warp; tk < min(TOKENS, (z + 1) * share) && m0 + tk < a.m; tk += warps) {
+    float4 sum = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, 0) + tk * STRIDE + lane * 4);
+    for (int q = 1; q < splits; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, q) + tk * STRIDE + lane * 4);
+      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    }
+    const float y[4] = {sum.x + bias[0], sum.y + bias[1], sum.z + bias[2], sum.w + bias[3]};
+    Elem<T>* out = static_cast<Elem<T>*>(a.y) + (m0 + tk) * a.n + r0;
+    if (a.n % 4 == 0 && r0 + 3 < a.n) {
+      *reinterpret_cast<uint2*>(out) = make_uint2(pack2<T>(y[0], y[1]), pack2<T>(y[2], y[3]));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (r0 + e < a.n) out[e] = static_cast<Elem<T>>(y[e]);
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace pt2q::cuda::woq
