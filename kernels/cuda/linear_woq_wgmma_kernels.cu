@@ -3,11 +3,12 @@
 // dequantWeight rounds it, products summed in fp32) and its split of K over a cluster, but the
 // tensor cores read x straight from shared memory and the weight from registers.
 //
-// A block is two consumer warpgroups and one producer warp. Each warpgroup owns 64 weight rows
+// A block is two warpgroups, two blocks per multiprocessor. Each warpgroup owns 64 weight rows
 // (the A operand, m64) against 128 rows of x (the B operand, n128); K goes in stages of 64 values.
-// The producer's first lane has the tensor copy engine bring each stage of x into a 128-byte-
-// swizzled K-major tile (wgmma.cuh) and the stage's bytes of the packed weight blocks (4 rows x
-// 64 bytes per chunk, as packed) into a plain tile, kStages buffers deep.
+// Thread 0 has the tensor copy engine bring each stage of x into a 128-byte-swizzled K-major tile
+// (wgmma.cuh) and the stage's bytes of the packed weight blocks (4 rows x 64 bytes per chunk, as
+// packed) into a plain tile, kStages buffers deep; it refills a buffer once both warpgroups have
+// read it to the end.
 //
 // wgmma takes A from registers in the mma.sync fragment: lane (g, t) of a warp holds k 2t, 2t + 1
 // and 2t + 8, 2t + 9 of a k16 step for rows g and g + 8. A packed chunk holds 16 consecutive k of a
@@ -15,8 +16,9 @@
 // lane reads the two 32-bit words of its row's chunk that hold its 4 bytes and decodes them in k
 // order: x needs no renaming, and the copy engine's tile is wgmma's B operand as it lands.
 //
-// One k16 step: decode (8 values per lane), then one m64n128k16 wgmma; the next step's decode
-// overlaps it (A registers double-buffered, at most two wgmmas in flight).
+// One k16 step: decode (8 values per lane, woq::GroupScale's fast decode where the group's scales
+// allow it), then one m64n128k16 wgmma; the next step's decode overlaps it (A registers
+// double-buffered, at most two wgmmas in flight).
 #include <cuda.h>
 
 #include <cooperative_groups.h>
@@ -33,8 +35,7 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kConsumers = 256;             // two warpgroups
-constexpr int kThreads = kConsumers + 32;   // and the producer warp
+constexpr int kThreads = 256;               // two warpgroups
 constexpr int kTokens = 128;                // rows of x per block (wgmma's n)
 constexpr int kRows = 128;                  // weight rows per block, 64 per warpgroup
 constexpr int kStageK = 64;                 // k per stage: one 128-byte swizzled row of x
@@ -54,10 +55,12 @@ struct Geo {
   static_assert(kTokens * kPartStride * 4 <= kStages * STAGE, "the sums' staging reuses the stages");
 };
 
-// Two blocks per multiprocessor: 112 registers (65536 / 576, rounded down to whole 8s);
-// __launch_bounds__(288, 2) capped them at 96 and spilled.
+// Two blocks per multiprocessor (128 registers): sixteen warps, four per scheduler, to hide the
+// latency of each warp's decode -> wgmma -> wait chain. A producer warp would make 9 warps a block,
+// and a scheduler holding 5 of 18 warps would leave 102 registers; one consumer thread issues the
+// copies instead.
 template <int BITS, FloatType T, bool GROUPED, bool ZP>
-__global__ void __maxnreg__(112)
+__global__ void __launch_bounds__(kThreads, 2)
     woqWgmma(WoqGemv a, const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
              int stages_total) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -74,12 +77,21 @@ __global__ void __maxnreg__(112)
   const int64_t blk0 = static_cast<int64_t>(blockIdx.y) * (kRows / 4);  // first packed 4-row block
   const int per = (stages_total + splits - 1) / splits;
   const int st0 = min(stages_total, z * per), count = min(stages_total, st0 + per) - st0;
-  if (tid == kConsumers) {
+  // Stage i of this block's share of K into buffer i % kStages, by the threads with `on` (one).
+  auto load = [&](int i, bool on) {
+    const int s = i % kStages, st = st0 + i;
+    uint8_t* xs = smem + s * G::STAGE;
+    wgmma::arriveExpectBytes(&full[s], G::STAGE, on);
+    wgmma::copyBox2d(xs, &xmap, st * kStageK, static_cast<int>(m0), &full[s], on);
+    wgmma::copyBox2d(xs + kXBytes, &wmap, st * G::BLOCK_BYTES, static_cast<int>(blk0), &full[s], on);
+  };
+  if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       wgmma::barrierInit(&full[s], 1);
-      wgmma::barrierInit(&empty[s], kConsumers);
+      wgmma::barrierInit(&empty[s], kThreads);
     }
     wgmma::barrierInitFence();
+    for (int i = 0; i < min(kStages, count); ++i) load(i, true);
   }
   __syncthreads();
 
@@ -87,48 +99,133 @@ __global__ void __maxnreg__(112)
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
   const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
-  if (tid >= kConsumers) {
-    if (tid == kConsumers) {
-      for (int i = 0; i < count; ++i) {
-        const int s = i % kStages, st = st0 + i;
-        if (i >= kStages) wgmma::waitParity(&empty[s], ((i / kStages) - 1) & 1);
-        uint8_t* xs = smem + s * G::STAGE;
-        wgmma::arriveExpectBytes(&full[s], G::STAGE);
-        wgmma::copyBox2d(xs, &xmap, st * kStageK, static_cast<int>(m0), &full[s]);
-        wgmma::copyBox2d(xs + kXBytes, &wmap, st * G::BLOCK_BYTES, static_cast<int>(blk0), &full[s]);
-      }
-    }
-  } else {
+  {
     // The lane's rows g and g + 8 of its warp's 16: packed block (in the block's tile) and row in it.
     const int pb = wg * 16 + warp * 4 + g / 4, pr = g % 4;
-    int64_t srow[2];
+    // Each row's scale (and zero point) of the current group, at so[h] in scales and zero_points;
+    // grouped, the next group's are loaded a whole group ahead, so that no step waits on them.
+    // (A split with no stages of K starts past the last group: clamped, it reads nothing out of range.)
+    const int groups = static_cast<int>(a.groups);
+    int grp = GROUPED ? static_cast<int>(min(static_cast<int64_t>(st0) * kStageK / a.group_size, a.groups - 1)) : 0;
+    int64_t so[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) srow[h] = min(blk0 * 4 + pb * 4 + 8 * h + pr, a.n - 1) * a.groups;
-    float sc[2], zc[2] = {0.0f, 0.0f};
-    int64_t gnext = INT64_MAX;  // grouped: the first k of the next group
-    int64_t grp = 0;
-    auto loadScales = [&]() {
+    for (int h = 0; h < 2; ++h) so[h] = min(blk0 * 4 + pb * 4 + 8 * h + pr, a.n - 1) * a.groups + grp;
+    woq::GroupScale<BITS> gs[2];
+    float ns[2] = {0.0f, 0.0f}, nz[2] = {0.0f, 0.0f};
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        sc[h] = __ldg(a.scales + srow[h] + grp);
-        if constexpr (ZP) zc[h] = __ldg(a.zero_points + srow[h] + grp);
+    for (int h = 0; h < 2; ++h) {
+      gs[h] = woq::groupScale<BITS>(__ldg(a.scales + so[h]), ZP ? __ldg(a.zero_points + so[h]) : 0.0f);
+    }
+    auto prefetch = [&]() {
+      if (grp + 1 < groups) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          ns[h] = __ldg(a.scales + so[h] + 1);
+          if constexpr (ZP) nz[h] = __ldg(a.zero_points + so[h] + 1);
+        }
       }
     };
-    if constexpr (GROUPED) {
-      grp = static_cast<int64_t>(st0) * kStageK / a.group_size;
-      gnext = (grp + 1) * a.group_size;
-    }
-    loadScales();
-    const int wo = 4 * (t / 2), bo = 2 * (t & 1);  // the lane's word offset in a row's chunk; byte in it
+    // Grouped: the k values left in the current group. Steps past K (in a last partial stage) keep
+    // the last group: their x is zero.
+    int left = GROUPED ? static_cast<int>((grp + 1) * a.group_size - static_cast<int64_t>(st0) * kStageK) : 0;
+    if constexpr (GROUPED) prefetch();
+    auto nextGroup = [&]() {
+      ++grp;
+      left = a.group_size;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        gs[h] = woq::groupScale<BITS>(ns[h], nz[h]);
+        ++so[h];
+      }
+      prefetch();
+    };
+    // Groups of whole stages change only between stages: a stage is then decoded with one group's
+    // scales throughout, and without a test per step where its warpgroup voted them all fast.
+    const bool stageGroups = !GROUPED || a.group_size % kStageK == 0;
+    // A vote of the warpgroup at its own named barrier (an immediate: a barrier id in a register
+    // reserves all 16 of the block's, and two blocks would no longer fit a multiprocessor)
+    auto voteFast = [&](bool p) { return wg == 0 ? wgmma::allOf<1>(p) : wgmma::allOf<2>(p); };
+    bool fast = voteFast(gs[0].fast && gs[1].fast);
+    const int sh = 16 * (t & 1), bo = 2 * (t & 1);  // the lane's bytes bo, bo + 1 of each word
+    const int wo = 4 * (t / 2);                     // the lane's word offset in a row's chunk
     uint32_t fa[2][4];
+
+    // One k16 step's A fragment (chunk c, run: int4's low nibbles' k16, then the high nibbles')
+    // from the stage's words, by the fast decode or by codeOf + dequant.
+    constexpr int CHUNKS = kStageK / G::KPC;
+    auto decode = [&](uint32_t* f, const uint32_t (&lo)[CHUNKS][2], const uint32_t (&hi)[CHUNKS][2], int c, int run,
+                      bool quick) {
+      // int8 keeps codeOf + dequant: on the H100 its fast form (the same three instructions a
+      // value, with more registers live) ran 5-10 % slower.
+      if (BITS == 4 && quick) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          // the lane's two bytes moved to bits 0-15: nibbles at bits 0 / 4 (run 0 / 1) and 8 / 12
+          const uint32_t l = lo[c][h] >> sh, u = hi[c][h] >> sh;
+          float v[4];
+          if (run == 0) {
+            v[0] = woq::nibbleFast<0>(l, gs[h]);
+            v[1] = woq::nibbleFast<0>(l >> 8, gs[h]);
+            v[2] = woq::nibbleFast<0>(u, gs[h]);
+            v[3] = woq::nibbleFast<0>(u >> 8, gs[h]);
+          } else {
+            v[0] = woq::nibbleFast<4>(l, gs[h]);
+            v[1] = woq::nibbleFast<4>(l >> 8, gs[h]);
+            v[2] = woq::nibbleFast<4>(u, gs[h]);
+            v[3] = woq::nibbleFast<4>(u >> 8, gs[h]);
+          }
+          f[h] = woq::pack2<T>(v[0], v[1]);
+          f[h + 2] = woq::pack2<T>(v[2], v[3]);
+        }
+      } else {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sc = gs[h].s, zc = ZP ? a.zero_points[so[h]] : 0.0f;
+          const float v0 = woq::dequant<ZP>(woq::codeOf<BITS>(lo[c][h], bo, run), sc, zc);
+          const float v1 = woq::dequant<ZP>(woq::codeOf<BITS>(lo[c][h], bo + 1, run), sc, zc);
+          const float v2 = woq::dequant<ZP>(woq::codeOf<BITS>(hi[c][h], bo, run), sc, zc);
+          const float v3 = woq::dequant<ZP>(woq::codeOf<BITS>(hi[c][h], bo + 1, run), sc, zc);
+          f[h] = woq::pack2<T>(v0, v1);
+          f[h + 2] = woq::pack2<T>(v2, v3);
+        }
+      }
+    };
+    // One k16 step's wgmma on the stage's x (descriptor d), then the wait for the previous one.
+    auto issue = [&](int kk, uint64_t d, int i) {
+      wgmma::pin(acc);
+      wgmma::fence();
+      wgmma::wgmmaF16RegN128<T == FloatType::kF16>(acc, fa[kk % 2], d, 1);
+      wgmma::commit();
+      // The previous wgmma is done: its A registers may be rewritten.
+      wgmma::wait<1>();
+      wgmma::pin(acc);
+      // Keeps the previous step's A registers live (unreused) until here, where its wgmma is done.
+      wgmma::pin(fa[(kk + 1) % 2]);
+    };
+
     for (int i = 0; i < count; ++i) {
       const int s = i % kStages;
+      if (i > 0) {
+        // The previous stage's wgmmas are all done (one drain a stage: ptxas serializes every
+        // wgmma (C7513) where the refill below sits among wgmmas in flight), so its buffer may
+        // take stage j + kStages once the other warpgroup is done with it too.
+        wgmma::wait<0>();
+        wgmma::pin(acc);
+        wgmma::pin(fa[0]);
+        wgmma::pin(fa[1]);
+        const int j = i - 1;
+        wgmma::arrive(&empty[j % kStages]);
+        if (tid < 32 && j + kStages < count) {
+          wgmma::waitParity(&empty[j % kStages], (j / kStages) & 1);
+          load(j + kStages, tid == 0);
+        }
+      }
       wgmma::waitParity(&full[s], (i / kStages) & 1);
       const uint8_t* xs = smem + s * G::STAGE;
       const uint8_t* ws = xs + kXBytes;
+      const uint64_t desc = wgmma::descriptor(xs);  // k16 step kk: + 2 kk (32 bytes, in 16s)
       // The stage's words of the lane's two rows, loaded before the first wgmma: each wgmma's
       // memory clobber would otherwise hold the next step's loads (and their latency) behind it.
-      constexpr int CHUNKS = kStageK / G::KPC;
       uint32_t lo[CHUNKS][2], hi[CHUNKS][2];
 #pragma unroll
       for (int c = 0; c < CHUNKS; ++c) {
@@ -139,38 +236,29 @@ __global__ void __maxnreg__(112)
           hi[c][h] = *reinterpret_cast<const uint32_t*>(row + 8 + wo);
         }
       }
+      if (GROUPED && stageGroups) {
+        if (left == 0 && grp + 1 < groups) {
+          nextGroup();
+          fast = voteFast(gs[0].fast && gs[1].fast);
+        }
+        left -= kStageK;
+      }
+      if (stageGroups && fast) {  // uniform over the warpgroup, as its wgmmas must be
 #pragma unroll
-      for (int kk = 0; kk < kStageK / 16; ++kk) {
-        if constexpr (GROUPED) {
-          if (static_cast<int64_t>(st0 + i) * kStageK + kk * 16 >= gnext) {
-            ++grp;
-            gnext += a.group_size;
-            loadScales();
+        for (int kk = 0; kk < kStageK / 16; ++kk) {
+          decode(fa[kk % 2], lo, hi, BITS == 8 ? kk : kk / 2, BITS == 8 ? 0 : kk % 2, true);
+          issue(kk, desc + 2 * kk, i);
+        }
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < kStageK / 16; ++kk) {
+          if (GROUPED && !stageGroups) {
+            if (left == 0 && grp + 1 < groups) nextGroup();
+            left -= 16;
           }
+          decode(fa[kk % 2], lo, hi, BITS == 8 ? kk : kk / 2, BITS == 8 ? 0 : kk % 2, gs[0].fast && gs[1].fast);
+          issue(kk, desc + 2 * kk, i);
         }
-        // this k16 step's chunk and run (int4: the low nibbles' k16, then the high nibbles')
-        const int c = BITS == 8 ? kk : kk / 2, run = BITS == 8 ? 0 : kk % 2;
-        uint32_t* f = fa[kk % 2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float v0 = woq::dequant<ZP>(woq::codeOf<BITS>(lo[c][h], bo, run), sc[h], zc[h]);
-          const float v1 = woq::dequant<ZP>(woq::codeOf<BITS>(lo[c][h], bo + 1, run), sc[h], zc[h]);
-          const float v2 = woq::dequant<ZP>(woq::codeOf<BITS>(hi[c][h], bo, run), sc[h], zc[h]);
-          const float v3 = woq::dequant<ZP>(woq::codeOf<BITS>(hi[c][h], bo + 1, run), sc[h], zc[h]);
-          f[h] = woq::pack2<T>(v0, v1);
-          f[h + 2] = woq::pack2<T>(v2, v3);
-        }
-        wgmma::pin(acc);
-        wgmma::fence();
-        wgmma::wgmmaF16RegN128<T == FloatType::kF16>(acc, fa[kk % 2], wgmma::descriptor(xs + kk * 32), 1);
-        wgmma::commit();
-        // The previous wgmma is done: its A registers may be rewritten, and at kk = 0 it was the
-        // last to read the previous stage, whose buffer goes back to the producer.
-        wgmma::wait<1>();
-        wgmma::pin(acc);
-        // Keeps the previous step's A registers live (unreused) until here, where its wgmma is done.
-        wgmma::pin(fa[(kk + 1) % 2]);
-        if (kk == 0 && i > 0) wgmma::arrive(&empty[(i - 1) % kStages]);
       }
     }
     wgmma::wait<0>();
@@ -183,17 +271,15 @@ __global__ void __maxnreg__(112)
   // Accumulator 4i + 2h + j of a thread: weight row 16 warp + g + 8h of its warpgroup's 64, row
   // of x 8i + 2t + j.
   float* part = reinterpret_cast<float*>(smem);
-  if (tid < kConsumers) {
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 16; ++i) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        part[(8 * i + 2 * t + (e & 1)) * kPartStride + wg * 64 + warp * 16 + g + 8 * (e >> 1)] = acc[4 * i + e];
-      }
+    for (int e = 0; e < 4; ++e) {
+      part[(8 * i + 2 * t + (e & 1)) * kPartStride + wg * 64 + warp * 16 + g + 8 * (e >> 1)] = acc[4 * i + e];
     }
   }
   cluster.sync();
-  if (tid < kConsumers) woq::finishRows<T, kTokens, kPartStride>(cluster, part, a, m0, blk0 * 4, tid / 32, 8, lane);
+  woq::finishRows<T, kTokens, kPartStride>(cluster, part, a, m0, blk0 * 4, tid / 32, 8, lane);
   cluster.sync();  // no block leaves while another still reads its shared memory
 #endif
 }
@@ -225,7 +311,7 @@ cudaError_t launch(const WoqGemv& a, int splits, cudaStream_t stream) {
   CUtensorMap xmap, wmap;
   if (!encodeMaps(a, G::BLOCK_BYTES, &xmap, &wmap)) return cudaErrorNotSupported;
   constexpr auto kernel = woqWgmma<BITS, T, GROUPED, ZP>;
-  if (const cudaError_t e = allowSharedMemory<kernel>(G::SMEM); e != cudaSuccess) return e;
+  if (const cudaError_t e = allowSharedMemory<kernel>(G::SMEM, /*whole=*/true); e != cudaSuccess) return e;
   const int stages_total = static_cast<int>((a.k + kStageK - 1) / kStageK);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>((a.m + kTokens - 1) / kTokens),
@@ -288,13 +374,15 @@ bool linearWeightOnlyWgmmaTakes(const WoqGemv& a) {
 }
 
 int linearWeightOnlyWgmmaSplits(const WoqGemv& a) {
-  // Swept on the H100 (splits 1, 2, 4, 8 at 128 and 256 rows of x on the four benchmark shapes):
-  // 2 was fastest for 32 and 64 tiles, 1 for 86, 112 and 224 tiles (2 for 172, by 16 %); 4 and 8
-  // never won by more than 5 %. So two splits while they keep every block resident at once (two
-  // per multiprocessor) and 4 stages each; more were not measured to pay for small layers.
+  // Swept on the H100 at 128 rows of x (splits 1, 2, 4, 8; W4A16 g128 and W8A16, the four benchmark
+  // shapes): the best kept 16 stages of K or more a split and at most about 1.5 waves of blocks (two
+  // per multiprocessor): 4 for 32 tiles at K = 4096 and for 86 tiles, 8 for 32 tiles at K = 11008,
+  // 2 for 112 tiles (4 was 12 % slower there).
   const int64_t stages = (a.k + kStageK - 1) / kStageK;
   const int64_t tiles = ((a.m + kTokens - 1) / kTokens) * ((a.n + kRows - 1) / kRows);
-  return 2 * tiles <= int64_t(a.sm_count) && stages >= 8 ? 2 : 1;
+  int splits = 1;
+  while (splits < kMaxSplits && stages >= 32 * splits && tiles * splits * 2 <= 3 * int64_t(a.sm_count)) splits *= 2;
+  return splits;
 }
 
 cudaError_t linearWeightOnlyWgmma(const WoqGemv& a, int splits, cudaStream_t stream) {

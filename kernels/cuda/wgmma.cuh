@@ -58,8 +58,14 @@ __device__ __forceinline__ void barrierInitFence() { asm volatile("fence.mbarrie
 __device__ __forceinline__ void arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smemAddr(bar)) : "memory");
 }
-__device__ __forceinline__ void arriveExpectBytes(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smemAddr(bar)), "r"(bytes) : "memory");
+// `on` false: the thread takes no part (a predicate inside the instruction, so that a warp can
+// run it without a branch that diverges; see copyBox2d).
+__device__ __forceinline__ void arriveExpectBytes(uint64_t* bar, uint32_t bytes, bool on = true) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n}\n" ::"r"(
+          smemAddr(bar)),
+      "r"(bytes), "r"(static_cast<uint32_t>(on))
+      : "memory");
 }
 __device__ __forceinline__ void waitParity(uint64_t* bar, uint32_t parity) {
   asm volatile(
@@ -69,12 +75,27 @@ __device__ __forceinline__ void waitParity(uint64_t* bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
-// A box of a tensor map (kernel parameter) into shared memory, completing on bar's byte count.
-__device__ __forceinline__ void copyBox2d(void* dst, const void* map, int c0, int c1, uint64_t* bar) {
+// Whether `p` holds for all THREADS threads (a multiple of 32) that meet at named barrier ID
+// (1-15; 0 is __syncthreads'): a vote that also synchronizes them.
+template <int ID, int THREADS = 128>
+__device__ __forceinline__ bool allOf(bool p) {
+  uint32_t r;
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-          smemAddr(dst)),
-      "l"(map), "r"(c0), "r"(c1), "r"(smemAddr(bar))
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.and.pred q, %2, %3, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(r)
+      : "r"(static_cast<uint32_t>(p)), "n"(ID), "n"(THREADS)
+      : "memory");
+  return r != 0;
+}
+// A box of a tensor map (kernel parameter) into shared memory, completing on bar's byte count; by
+// the threads with `on` true. A whole warp may run it with one lane on: ptxas serializes every
+// wgmma of a kernel (C7513) where a branch that diverges sits inside their pipeline.
+__device__ __forceinline__ void copyBox2d(void* dst, const void* map, int c0, int c1, uint64_t* bar, bool on = true) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\n"
+      "@p cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n}\n" ::
+          "r"(smemAddr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smemAddr(bar)), "r"(static_cast<uint32_t>(on))
       : "memory");
 }
 

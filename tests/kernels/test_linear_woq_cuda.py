@@ -176,6 +176,33 @@ def test_gemm_identity_rows_give_the_rounded_weight_bit_for_bit(bits, group, zp,
 
 
 @needs_gemm
+@pytest.mark.parametrize("bits,group,zp", [(4, 128, False), (4, 128, True), (4, 32, True), (4, None, False),
+                                           (8, 64, True)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_gemm_scales_off_the_fast_decode(bits, group, zp, dtype, gemm_all_rows):
+    # The int4 GEMM decodes by an exact fma trick that holds for |scale| <= 2^100 and |zp| <= 2^16;
+    # other groups (zero, subnormal, huge, infinite and NaN scales, huge zero points), alone or
+    # beside ordinary ones in a warpgroup, must still give dequantWeight's weight. x = the identity:
+    # each output is one product, plus 0 * w terms that make a row with a non-finite weight NaN,
+    # as in F.linear.
+    n, k = 256, 512
+    w, s, z = make(bits, n, k, group, zp, seed=5 + bits)
+    flat = s.view(-1)
+    odd = [0.0, 1e-40, 3e-39, 1e35, 5e31, float("inf"), float("nan"), -0.02, 2e-38]
+    for i, v in enumerate(odd):
+        flat[7 * i + 3] = v
+    flat[100:110] = 1e-41  # whole groups of subnormal scales (rows 100-109 or their groups)
+    if z is not None:
+        z.view(-1)[::11] = 70000 * torch.tensor([1, -1]).repeat(z.numel())[: z.view(-1)[::11].numel()]
+    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+    pack = P.pack_weight_int8 if bits == 8 else P.pack_weight_int4
+    x = torch.eye(k, dtype=dtype)
+    got = op(x.cuda(), pack(w.cuda()), s.cuda(), None if z is None else z.cuda(), None).cpu()
+    want = torch.nn.functional.linear(x.float(), rounded_weight(w, s, z, dtype).float()).to(dtype)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+@needs_gemm
 @pytest.mark.parametrize("bits,group,zp", [(8, None, False), (8, 64, True), (4, 128, False), (4, 32, True)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("m", [64, 100, 128, 129, 300, 2048])
