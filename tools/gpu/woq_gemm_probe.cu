@@ -1,0 +1,308 @@
+// Experiment driver for the GPU machine (not a test; tests/kernels/test_linear_woq_cuda.py is):
+// the weight-only wgmma GEMM (linear_w8a16 / linear_w4a16 from 64 rows) of this tree against
+// another revision's, in one process. The two must agree bit for bit (the numerics are fixed:
+// dequantWeight's rounded weight, fp32 sums in the kernel's order), on edge shapes, every scale
+// layout, zero points, forced splits and scales that leave the fast decode (0, subnormal, huge,
+// inf, NaN; huge zero points). Then both are timed alternately on the benchmark shapes (CUDA
+// events around 8 calls rotating over weight copies past the L2; medians of 15).
+//   mkdir -p /tmp/ab/kernels/cuda && for f in linear_woq_wgmma_kernels.cu woq_gemm.cuh wgmma.cuh; do
+//     git show REV:kernels/cuda/$f > /tmp/ab/kernels/cuda/$f; done
+//   nvcc -std=c++17 -I/tmp/ab -I. --fmad=false -gencode arch=compute_90a,code=sm_90a -c -Dpt2q=pt2q_ab \
+//     /tmp/ab/kernels/cuda/linear_woq_wgmma_kernels.cu -o /tmp/ab_old.o
+//   nvcc -std=c++17 -I. --fmad=false -gencode arch=compute_90a,code=sm_90a tools/gpu/woq_gemm_probe.cu \
+//     kernels/cuda/linear_woq_wgmma_kernels.cu /tmp/ab_old.o -o /tmp/woq_gemm_probe
+//   /tmp/woq_gemm_probe [--profile]   (--profile: one call of each version, for Nsight Compute)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/linear_woq_cuda_kernels.h"
+#include "tools/gpu/probe_check.cuh"
+
+// The other revision's entry points (same declarations, namespace pt2q_ab).
+namespace pt2q_ab::cuda {
+enum class FloatType : uint8_t { kF32, kBF16, kF16 };
+struct WoqGemv {
+  const int8_t* packed = nullptr;
+  int bits = 8;
+  int64_t n = 0, k = 0;
+  int64_t groups = 1, group_size = 0;
+  const float* scales = nullptr;
+  const float* zero_points = nullptr;
+  const void* x = nullptr;
+  FloatType xt = FloatType::kF32;
+  int64_t m = 1;
+  const float* bias = nullptr;
+  void* y = nullptr;
+  int sm_count = 132;
+};
+bool linearWeightOnlyWgmmaTakes(const WoqGemv& a);
+int linearWeightOnlyWgmmaSplits(const WoqGemv& a);
+cudaError_t linearWeightOnlyWgmma(const WoqGemv& a, int splits, cudaStream_t stream);
+}  // namespace pt2q_ab::cuda
+
+namespace {
+
+namespace cu = pt2q::cuda;
+namespace ab = pt2q_ab::cuda;
+
+ab::WoqGemv asOld(const cu::WoqGemv& a) {
+  ab::WoqGemv o;
+  o.packed = a.packed, o.bits = a.bits, o.n = a.n, o.k = a.k, o.groups = a.groups, o.group_size = a.group_size;
+  o.scales = a.scales, o.zero_points = a.zero_points, o.x = a.x, o.m = a.m, o.bias = a.bias, o.y = a.y;
+  o.xt = static_cast<ab::FloatType>(a.xt);
+  o.sm_count = a.sm_count;
+  return o;
+}
+
+template <typename T>
+T* upload(const std::vector<T>& h) {
+  T* d = nullptr;
+  CK(cudaMalloc(&d, h.size() * sizeof(T) + 16));
+  CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+int64_t packedBytes(int bits, int64_t n, int64_t k) { return (n + 3) / 4 * 4 * k / (bits == 8 ? 1 : 2); }
+
+struct Case {
+  int bits;
+  cu::FloatType xt;
+  int64_t m, n, k, group_size;  // group_size 0: per channel
+  bool zp;
+  int splits;     // 0: the kernel's rule
+  int odd = 0;    // 1: some scales 0 / subnormal / huge / inf / NaN, 2: huge zero points
+};
+
+struct Buffers {
+  int8_t* packed;
+  float *scales, *zp, *bias;
+  void *x, *y_new, *y_old;
+};
+
+std::mt19937 rng(1234);
+
+Buffers make(const Case& c, cu::WoqGemv* a, int copies = 1) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const int64_t groups = c.group_size == 0 ? 1 : c.k / c.group_size;
+  const int64_t pbytes = packedBytes(c.bits, c.n, c.k);
+  std::vector<uint32_t> packed((pbytes + 3) / 4);
+  for (auto& w : packed) w = static_cast<uint32_t>(rng());
+  std::vector<float> scales(c.n * groups), zp(c.n * groups), bias(c.n);
+  for (auto& s : scales) s = std::ldexp(1.0f + 0.5f * uni(rng), -6 - static_cast<int>(byte(rng) % 4));
+  for (auto& z : zp) z = c.bits == 8 ? static_cast<float>(byte(rng) - 128) : static_cast<float>(byte(rng) % 16);
+  for (auto& b : bias) b = uni(rng);
+  if (c.odd == 1) {
+    const float odd[] = {0.0f, 1e-40f, 3e-39f, 1e35f, 5e31f, INFINITY, NAN, -0.02f};
+    for (size_t i = 0; i < scales.size(); i += 7) scales[i] = odd[(i / 7) % 8];
+  } else if (c.odd == 2) {
+    for (size_t i = 0; i < zp.size(); i += 5) zp[i] = (i % 2 ? 1.0f : -1.0f) * static_cast<float>(70000 + i);
+  }
+  const int esize = 2;
+  std::vector<uint16_t> x(c.m * c.k);
+  for (auto& v : x) {
+    const float f = uni(rng);
+    if (c.xt == cu::FloatType::kBF16) {
+      const __nv_bfloat16 h = __float2bfloat16(f);
+      std::memcpy(&v, &h, 2);
+    } else {
+      const __half h = __float2half(f);
+      std::memcpy(&v, &h, 2);
+    }
+  }
+  Buffers b;
+  // one random copy, repeated (the copies only keep the weight out of the L2)
+  CK(cudaMalloc(&b.packed, pbytes * copies + 16));
+  CK(cudaMemcpy(b.packed, packed.data(), pbytes, cudaMemcpyHostToDevice));
+  for (int i = 1; i < copies; ++i) CK(cudaMemcpy(b.packed + i * pbytes, b.packed, pbytes, cudaMemcpyDeviceToDevice));
+  b.scales = upload(scales);
+  b.zp = upload(zp);
+  b.bias = upload(bias);
+  b.x = upload(x);
+  CK(cudaMalloc(&b.y_new, c.m * c.n * esize));
+  CK(cudaMalloc(&b.y_old, c.m * c.n * esize));
+  a->packed = b.packed;
+  a->bits = c.bits;
+  a->n = c.n, a->k = c.k, a->groups = groups, a->group_size = c.group_size == 0 ? c.k : c.group_size;
+  a->scales = b.scales;
+  a->zero_points = c.zp ? b.zp : nullptr;
+  a->x = b.x;
+  a->xt = c.xt;
+  a->m = c.m;
+  a->bias = b.bias;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  a->sm_count = prop.multiProcessorCount;
+  return b;
+}
+
+void release(Buffers& b) {
+  CK(cudaFree(b.packed));
+  CK(cudaFree(b.scales));
+  CK(cudaFree(b.zp));
+  CK(cudaFree(b.bias));
+  CK(cudaFree(b.x));
+  CK(cudaFree(b.y_new));
+  CK(cudaFree(b.y_old));
+}
+
+std::string name(const Case& c) {
+  char s[160];
+  std::snprintf(s, sizeof s, "W%dA16 %s m=%lld n=%lld k=%lld %s%s splits=%d%s", c.bits,
+                c.xt == cu::FloatType::kBF16 ? "bf16" : "fp16", (long long)c.m, (long long)c.n, (long long)c.k,
+                c.group_size == 0 ? "per-channel" : ("g" + std::to_string(c.group_size)).c_str(), c.zp ? " zp" : "",
+                c.splits, c.odd == 1 ? " odd-scales" : c.odd == 2 ? " huge-zp" : "");
+  return s;
+}
+
+// Runs both versions on one case; returns whether the outputs are equal bit for bit.
+bool compare(const Case& c) {
+  cu::WoqGemv a;
+  Buffers b = make(c, &a);
+  if (!cu::linearWeightOnlyWgmmaTakes(a)) {
+    std::printf("SKIP (not taken) %s\n", name(c).c_str());
+    release(b);
+    return true;
+  }
+  const int splits = c.splits ? c.splits : cu::linearWeightOnlyWgmmaSplits(a);
+  const int64_t bytes = c.m * c.n * 2;
+  CK(cudaMemset(b.y_new, 0xA5, bytes));
+  CK(cudaMemset(b.y_old, 0x5A, bytes));
+  a.y = b.y_new;
+  CK(cu::linearWeightOnlyWgmma(a, splits, nullptr));
+  ab::WoqGemv o = asOld(a);
+  o.y = b.y_old;
+  CK(ab::linearWeightOnlyWgmma(o, splits, nullptr));
+  CK(cudaDeviceSynchronize());
+  std::vector<uint16_t> yn(c.m * c.n), yo(c.m * c.n);
+  CK(cudaMemcpy(yn.data(), b.y_new, bytes, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(yo.data(), b.y_old, bytes, cudaMemcpyDeviceToHost));
+  int64_t diff = 0, first = -1;
+  for (int64_t i = 0; i < c.m * c.n; ++i) {
+    if (yn[i] != yo[i]) {
+      if (first < 0) first = i;
+      ++diff;
+    }
+  }
+  if (diff) {
+    std::printf("MISMATCH %s: %lld of %lld differ, first at (%lld, %lld): new 0x%04x old 0x%04x\n", name(c).c_str(),
+                (long long)diff, (long long)(c.m * c.n), (long long)(first / c.n), (long long)(first % c.n), yn[first],
+                yo[first]);
+  }
+  release(b);
+  return diff == 0;
+}
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Times both versions on one case (weights rotated over copies past the 50 MB L2).
+void timeCase(const Case& c, bool profile) {
+  const int64_t pbytes = packedBytes(c.bits, c.n, c.k);
+  const int copies = profile ? 1 : static_cast<int>(std::max<int64_t>(2, (160 << 20) / pbytes + 1));
+  cu::WoqGemv a;
+  Buffers b = make(c, &a, copies);
+  a.y = b.y_new;
+  const int splits = c.splits ? c.splits : cu::linearWeightOnlyWgmmaSplits(a);
+  ab::WoqGemv o = asOld(a);
+  o.y = b.y_old;
+  if (profile) {
+    CK(cu::linearWeightOnlyWgmma(a, splits, nullptr));
+    CK(ab::linearWeightOnlyWgmma(o, splits, nullptr));
+    CK(cudaDeviceSynchronize());
+    release(b);
+    return;
+  }
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  constexpr int kCalls = 8;
+  std::vector<float> tn, to;
+  int rot = 0;
+  for (int rep = 0; rep < 18; ++rep) {
+    for (int which = 0; which < 2; ++which) {
+      CK(cudaEventRecord(e0));
+      for (int j = 0; j < kCalls; ++j, rot = (rot + 1) % copies) {
+        a.packed = o.packed = b.packed + rot * pbytes;
+        CK(which == 0 ? cu::linearWeightOnlyWgmma(a, splits, nullptr) : ab::linearWeightOnlyWgmma(o, splits, nullptr));
+      }
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      if (rep >= 3) (which == 0 ? tn : to).push_back(ms * 1000.0f / kCalls);
+    }
+  }
+  const float n = median(tn), old = median(to);
+  std::printf("%-62s new %8.1f us  old %8.1f us  old/new %.2fx\n", name(c).c_str(), n, old, old / n);
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  release(b);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // what was printed survives a time limit
+  const bool profile = argc > 1 && std::strcmp(argv[1], "--profile") == 0;
+  const cu::FloatType bf = cu::FloatType::kBF16, hf = cu::FloatType::kF16;
+  if (profile) {
+    timeCase({4, bf, 128, 4096, 4096, 128, false, 0}, true);
+    timeCase({4, bf, 128, 14336, 4096, 128, false, 0}, true);
+    timeCase({8, bf, 128, 14336, 4096, 0, false, 0}, true);
+    std::printf("profile calls done\n");
+    return 0;
+  }
+  int bad = 0, total = 0;
+  const int64_t gsizes[] = {0, 16, 32, 48, 64, 128, 256};
+  const int64_t shapes[][3] = {{64, 136, 256}, {200, 520, 1280}, {256, 1000, 4096 + 768}, {129, 264, 2304}};
+  for (int bits : {4, 8}) {
+    for (cu::FloatType xt : {bf, hf}) {
+      for (int64_t gsz : gsizes) {
+        for (bool zp : {false, true}) {
+          for (const auto& sh : shapes) {
+            if (gsz != 0 && sh[2] % gsz != 0) continue;
+            for (int splits : {0, 1, 3}) {
+              ++total;
+              bad += !compare({bits, xt, sh[0], sh[1], sh[2], gsz, zp, splits});
+            }
+          }
+        }
+        for (int odd : {1, 2}) {
+          ++total;
+          bad += !compare({bits, xt, 200, 520, 1280, gsz == 48 ? 64 : gsz, true, 0, odd});
+          ++total;
+          bad += !compare({bits, xt, 200, 520, 1280, gsz == 48 ? 64 : gsz, odd == 2, 2, odd});
+        }
+      }
+    }
+  }
+  std::printf("bit-exact against the other revision: %d of %d cases %s\n", total - bad, total,
+              bad ? "(MISMATCHES above)" : "ok");
+  const int64_t bench[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {14336, 4096}};
+  for (int64_t m : {128, 256}) {
+    for (const auto& s : bench) {
+      timeCase({4, bf, m, s[0], s[1], 128, false, 0}, false);
+      timeCase({8, bf, m, s[0], s[1], 0, false, 0}, false);
+    }
+  }
+  for (int bits : {4, 8}) {
+    for (const auto& s : bench) {
+      for (int splits : {1, 2, 4, 8}) timeCase({bits, bf, 128, s[0], s[1], bits == 4 ? 128 : 0, false, splits}, false);
+    }
+  }
+  timeCase({4, bf, 128, 4096, 4096, 128, true, 0}, false);
+  timeCase({4, bf, 128, 4096, 4096, 32, false, 0}, false);
+  timeCase({8, bf, 128, 4096, 4096, 128, true, 0}, false);
+  return bad ? 1 : 0;
+}
