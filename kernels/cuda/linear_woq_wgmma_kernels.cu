@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     };
     // One k16 step's wgmma on the stage's x (descriptor d), then the wait for the previous one.
-    auto issue = [&](int kk, uint64_t d, int i) {
+    auto issue = [&](int kk, uint64_t d) {
       wgmma::pin(acc);
       wgmma::fence();
       wgmma::wgmmaF16RegN128<T == FloatType::kF16>(acc, fa[kk % 2], d, 1);
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int kk = 0; kk < kStageK / 16; ++kk) {
           decode(fa[kk % 2], lo, hi, BITS == 8 ? kk : kk / 2, BITS == 8 ? 0 : kk % 2, true);
-          issue(kk, desc + 2 * kk, i);
+          issue(kk, desc + 2 * kk);
         }
       } else {
 #pragma unroll
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(kThreads, 2)
             left -= 16;
           }
           decode(fa[kk % 2], lo, hi, BITS == 8 ? kk : kk / 2, BITS == 8 ? 0 : kk % 2, gs[0].fast && gs[1].fast);
-          issue(kk, desc + 2 * kk, i);
+          issue(kk, desc + 2 * kk);
         }
       }
     }
