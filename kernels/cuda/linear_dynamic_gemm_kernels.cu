@@ -36,16 +36,6 @@ constexpr int kStageK = 128;            // k values per pipeline stage
 constexpr int kStages = 3;
 constexpr int kXStageBytes = kTokens * kStageK;
 
-__device__ __forceinline__ void cpAsync16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-__device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
-
 // The XOR of a row's 16-byte slot in x's stage: for each span width, the rows of one phase of the
 // lanes' loads land on distinct banks (kernels/README.md, "Quantized linears on CUDA").
 template <int BITS, int W>
@@ -117,7 +107,7 @@ __global__ void __launch_bounds__(kThreads, RT == 1 ? 2 : 1) dynGemm(DynGemv a, 
       const int64_t k0 = st * kStageK + slot * 16;
       uint8_t* dst = xs + row * kStageK + ((slot ^ xSwizzle<BITS, W>(row)) << 4);
       if (m0 + row < a.m && k0 < a.k) {
-        cpAsync16(dst, codes + (m0 + row) * a.k + k0);
+        mma::cpAsync16(dst, codes + (m0 + row) * a.k + k0);
       } else {
         *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
       }
@@ -129,7 +119,7 @@ __global__ void __launch_bounds__(kThreads, RT == 1 ? 2 : 1) dynGemm(DynGemv a, 
       const int64_t gc = st * CHS + c;
       uint8_t* dst = ws + ((b * CHS + c) * 4 + (r ^ (c & 2))) * 16;
       if (blk0 + b < nb && gc < chunks) {
-        cpAsync16(dst, a.packed + ((blk0 + b) * chunks + gc) * kChunkBytes + r * 16);
+        mma::cpAsync16(dst, a.packed + ((blk0 + b) * chunks + gc) * kChunkBytes + r * 16);
       } else {
         *reinterpret_cast<uint4*>(dst) = make_uint4(fill, fill, fill, fill);
       }
@@ -159,14 +149,14 @@ __global__ void __launch_bounds__(kThreads, RT == 1 ? 2 : 1) dynGemm(DynGemv a, 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < stages) loadStage(s, s);
-    cpAsyncCommit();
+    mma::cpAsyncCommit();
   }
   for (int64_t st = 0; st < stages; ++st) {
-    cpAsyncWait<kStages - 2>();
+    mma::cpAsyncWait<kStages - 2>();
     __syncthreads();
     const int64_t next = st + kStages - 1;
     if (next < stages) loadStage(static_cast<int>(next % kStages), next);
-    cpAsyncCommit();
+    mma::cpAsyncCommit();
     const uint8_t* xs = smem + (st % kStages) * STAGE;
     const uint8_t* ws = xs + kXStageBytes;
 #pragma unroll 1
@@ -300,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, RT == 1 ? 2 : 1) dynGemm(DynGemv a, 
       }
     }
   }
-  cpAsyncWait<0>();
+  mma::cpAsyncWait<0>();
 
   // Epilogue: the GEMV's per-channel scaling (per group it is done), then x's scale and the bias.
 #pragma unroll

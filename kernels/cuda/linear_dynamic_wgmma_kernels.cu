@@ -219,20 +219,7 @@ bool linearDynamicWgmmaTakes(const DynGemv& a) {
     return false;
   }
   // The kernels exist for sm_90a only: a device that cannot load them keeps the other GEMM.
-  static const bool loadable = [] {
-    cudaFuncAttributes attr;
-    const bool ok = cudaFuncGetAttributes(&attr, dynWgmma<256>) == cudaSuccess;
-    (void)cudaGetLastError();
-    return ok;
-  }();
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return loadable && major == 9 && minor == 0;
+  return wgmma::runsHere<dynWgmma<256>>();
 }
 
 cudaError_t linearDynamicWgmma(const DynGemv& a, int tile_rows, cudaStream_t stream) {

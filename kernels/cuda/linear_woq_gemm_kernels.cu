@@ -64,16 +64,6 @@ __device__ __forceinline__ int xSlot(int row, int slot) {
   return slot ^ ((row & 1) | (BITS == 4 ? ((slot >> 3) & 1) << 1 : 0));
 }
 
-__device__ __forceinline__ void cpAsync16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-__device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
-
 __device__ __forceinline__ void shared16(const uint8_t* p, uint32_t* w) {
   const uint4 v = *reinterpret_cast<const uint4*>(p);
   w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
@@ -131,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 2) woqGemm(WoqGemv a, int chunks, in
     for (int j = 0; j < G::X_STAGE / 16 / kThreads; ++j) {
       uint8_t* dst = xs + xdst + j * XR * (G::SLOTS * 16);
       if (kx && m0 + xrow + j * XR < a.m) {
-        cpAsync16(dst, xsrc + j * xstep + static_cast<int64_t>(span) * G::SPAN_K);
+        mma::cpAsync16(dst, xsrc + j * xstep + static_cast<int64_t>(span) * G::SPAN_K);
       } else {
         *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
       }
@@ -141,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 2) woqGemm(WoqGemv a, int chunks, in
     for (int j = 0; j < kWStage / 16 / kThreads; ++j) {
       uint8_t* dst = ws + wdst + j * 16 * (4 * 4 * 16);
       if (kw && blk0 + wb + 16 * j < nb) {
-        cpAsync16(dst, wsrc + j * wstep + static_cast<int64_t>(span) * 4 * mma::kChunkBytes);
+        mma::cpAsync16(dst, wsrc + j * wstep + static_cast<int64_t>(span) * 4 * mma::kChunkBytes);
       } else {
         *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
       }
@@ -170,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 2) woqGemm(WoqGemv a, int chunks, in
 #pragma unroll
   for (int s = 0; s < G::STAGES - 1; ++s) {
     if (s < count) loadStage(s, s0 + s);
-    cpAsyncCommit();
+    mma::cpAsyncCommit();
   }
   for (int i = 0; i < count; ++i) {
     const int span = s0 + i;
@@ -183,11 +173,11 @@ __global__ void __launch_bounds__(kThreads, 2) woqGemm(WoqGemv a, int chunks, in
         if constexpr (ZP) zc[h] = __ldg(a.zero_points + srow[h] + grp);
       }
     }
-    cpAsyncWait<G::STAGES - 2>();
+    mma::cpAsyncWait<G::STAGES - 2>();
     __syncthreads();
     const int next = i + G::STAGES - 1;
     if (next < count) loadStage(next % G::STAGES, s0 + next);
-    cpAsyncCommit();
+    mma::cpAsyncCommit();
     const uint8_t* xs = smem + (i % G::STAGES) * G::STAGE;
     const uint8_t* ws = xs + G::X_STAGE;
     uint32_t w[2][4];
@@ -231,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 2) woqGemm(WoqGemv a, int chunks, in
       }
     }
   }
-  cpAsyncWait<0>();
+  mma::cpAsyncWait<0>();
   __syncthreads();
 
   // The block's sums into its shared memory ([row of x][weight row]), then each block of the
@@ -257,35 +247,16 @@ cudaError_t launchGemm(const WoqGemv& a, int splits, cudaStream_t stream) {
   constexpr auto kernel = woqGemm<BITS, T, GROUPED, ZP, NTB>;
   if (const cudaError_t e = allowSharedMemory<kernel>(G::SMEM); e != cudaSuccess) return e;
   const int chunks = static_cast<int>(a.k / G::KPC), spans = (chunks + 3) / 4;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>((a.m + kTokens - 1) / kTokens),
-                     static_cast<unsigned>((a.n + kRows - 1) / kRows), static_cast<unsigned>(splits));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = G::SMEM;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = static_cast<unsigned>(splits);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, a, chunks, spans);
-}
-
-template <int BITS, FloatType T>
-cudaError_t byScales(const WoqGemv& a, int splits, cudaStream_t stream) {
-  const bool zp = a.zero_points != nullptr;
-  if (a.groups == 1) {
-    return zp ? launchGemm<BITS, T, false, true>(a, splits, stream) : launchGemm<BITS, T, false, false>(a, splits, stream);
-  }
-  return zp ? launchGemm<BITS, T, true, true>(a, splits, stream) : launchGemm<BITS, T, true, false>(a, splits, stream);
+  return woq::launchSplits(kernel, static_cast<unsigned>((a.m + kTokens - 1) / kTokens),
+                           static_cast<unsigned>((a.n + kRows - 1) / kRows), splits, kThreads, G::SMEM, stream, a,
+                           chunks, spans);
 }
 
 template <int BITS>
 cudaError_t byType(const WoqGemv& a, int splits, cudaStream_t stream) {
-  return a.xt == FloatType::kBF16 ? byScales<BITS, FloatType::kBF16>(a, splits, stream)
-                                  : byScales<BITS, FloatType::kF16>(a, splits, stream);
+  return woq::byLayout(a, [&](auto t, auto grouped, auto zp) {
+    return launchGemm<BITS, decltype(t)::value, decltype(grouped)::value, decltype(zp)::value>(a, splits, stream);
+  });
 }
 
 }  // namespace

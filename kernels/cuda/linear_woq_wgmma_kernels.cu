@@ -313,35 +313,16 @@ cudaError_t launch(const WoqGemv& a, int splits, cudaStream_t stream) {
   constexpr auto kernel = woqWgmma<BITS, T, GROUPED, ZP>;
   if (const cudaError_t e = allowSharedMemory<kernel>(G::SMEM, /*whole=*/true); e != cudaSuccess) return e;
   const int stages_total = static_cast<int>((a.k + kStageK - 1) / kStageK);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>((a.m + kTokens - 1) / kTokens),
-                     static_cast<unsigned>((a.n + kRows - 1) / kRows), static_cast<unsigned>(splits));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = G::SMEM;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = static_cast<unsigned>(splits);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, a, xmap, wmap, stages_total);
-}
-
-template <int BITS, FloatType T>
-cudaError_t byScales(const WoqGemv& a, int splits, cudaStream_t stream) {
-  const bool zp = a.zero_points != nullptr;
-  if (a.groups == 1) {
-    return zp ? launch<BITS, T, false, true>(a, splits, stream) : launch<BITS, T, false, false>(a, splits, stream);
-  }
-  return zp ? launch<BITS, T, true, true>(a, splits, stream) : launch<BITS, T, true, false>(a, splits, stream);
+  return woq::launchSplits(kernel, static_cast<unsigned>((a.m + kTokens - 1) / kTokens),
+                           static_cast<unsigned>((a.n + kRows - 1) / kRows), splits, kThreads, G::SMEM, stream, a,
+                           xmap, wmap, stages_total);
 }
 
 template <int BITS>
 cudaError_t byType(const WoqGemv& a, int splits, cudaStream_t stream) {
-  return a.xt == FloatType::kBF16 ? byScales<BITS, FloatType::kBF16>(a, splits, stream)
-                                  : byScales<BITS, FloatType::kF16>(a, splits, stream);
+  return woq::byLayout(a, [&](auto t, auto grouped, auto zp) {
+    return launch<BITS, decltype(t)::value, decltype(grouped)::value, decltype(zp)::value>(a, splits, stream);
+  });
 }
 
 }  // namespace
@@ -357,20 +338,7 @@ bool linearWeightOnlyWgmmaTakes(const WoqGemv& a) {
     return false;
   }
   // sm_90a code: a device that cannot load it keeps the mma.sync GEMM.
-  static const bool loadable = [] {
-    cudaFuncAttributes attr;
-    const bool ok = cudaFuncGetAttributes(&attr, woqWgmma<8, FloatType::kBF16, false, false>) == cudaSuccess;
-    (void)cudaGetLastError();
-    return ok;
-  }();
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return loadable && major == 9 && minor == 0;
+  return wgmma::runsHere<woqWgmma<8, FloatType::kBF16, false, false>>();
 }
 
 int linearWeightOnlyWgmmaSplits(const WoqGemv& a) {

@@ -165,4 +165,16 @@ __device__ __forceinline__ void finishTile(T (&part)[kWarps][16][NT * 8], const 
   }
 }
 
+// cp.async of 16 bytes into shared memory (L2 only), and its group commit / wait: the staging of
+// the mma.sync GEMMs (linear_dynamic_gemm_kernels.cu, linear_woq_gemm_kernels.cu).
+__device__ __forceinline__ void cpAsync16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
 }  // namespace pt2q::cuda::mma

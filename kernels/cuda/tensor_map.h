@@ -1,6 +1,6 @@
 // The driver's tensor-map encoder (cuTensorMapEncodeTiled), which the copy engine's 2-D boxes
 // (cp.async.bulk.tensor) are described with, reached through the runtime: pt2q links no libcuda.
-// Host code, shared by the wgmma GEMMs.
+// Host code, shared by the wgmma GEMMs, as is the test of whether their sm_90a code runs here.
 #pragma once
 
 #include <cuda.h>
@@ -25,6 +25,26 @@ inline EncodeTiled encodeTiled() {
     return reinterpret_cast<EncodeTiled>(p);
   }();
   return fn;
+}
+
+// Whether the current device runs Kernel, code built for sm_90a only: it can be loaded, and the
+// device is of compute capability 9.0 (the callers keep another GEMM otherwise).
+template <auto Kernel>
+bool runsHere() {
+  static const bool loadable = [] {
+    cudaFuncAttributes attr;
+    const bool ok = cudaFuncGetAttributes(&attr, Kernel) == cudaSuccess;
+    (void)cudaGetLastError();
+    return ok;
+  }();
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return loadable && major == 9 && minor == 0;
 }
 
 }  // namespace pt2q::cuda::wgmma

@@ -1,11 +1,12 @@
 // What the GEMMs of linear_w8a16 / linear_w4a16 that dequantize in registers share
 // (linear_woq_gemm_kernels.cu on mma.sync, linear_woq_wgmma_kernels.cu on wgmma): a packed code as
 // an exact float, its dequantized value as dequantWeight computes it, pairs rounded to x's dtype,
-// and the end of a cluster's split of K.
+// the end of a cluster's split of K, and the host's launch of both.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -117,6 +118,42 @@ __device__ __forceinline__ void finishRows(cooperative_groups::cluster_group& cl
     }
   }
 #endif
+}
+
+// Calls launch(T, GROUPED, ZP) with the three as std::integral_constant values for `a`'s x dtype
+// (bf16 or fp16), scale layout and zero points: the host side of both GEMMs' instantiations.
+template <typename Launch>
+cudaError_t byLayout(const WoqGemv& a, Launch launch) {
+  using B16 = std::integral_constant<FloatType, FloatType::kBF16>;
+  using F16 = std::integral_constant<FloatType, FloatType::kF16>;
+  auto scales = [&](auto t) {
+    const bool zp = a.zero_points != nullptr;
+    if (a.groups == 1) {
+      return zp ? launch(t, std::false_type{}, std::true_type{}) : launch(t, std::false_type{}, std::false_type{});
+    }
+    return zp ? launch(t, std::true_type{}, std::true_type{}) : launch(t, std::true_type{}, std::false_type{});
+  };
+  return a.xt == FloatType::kBF16 ? scales(B16{}) : scales(F16{});
+}
+
+// Launches `kernel` over grid (x, y, splits) of `threads`-thread blocks with `smem` bytes of dynamic
+// shared memory, the splits of each (x, y) one thread-block cluster.
+template <typename... Params, typename... Args>
+cudaError_t launchSplits(void (*kernel)(Params...), unsigned x, unsigned y, int splits, int threads, int smem,
+                         cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(x, y, static_cast<unsigned>(splits));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = static_cast<unsigned>(splits);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 }  // namespace pt2q::cuda::woq
