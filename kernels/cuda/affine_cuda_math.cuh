@@ -38,8 +38,10 @@ __device__ __forceinline__ int64_t qparamIndex(const Layout& l, int64_t i) {
   return q;
 }
 
+// inv is 1 / s, IEEE-rounded as the CPU's x * (1 / s): held with the scale so that a kernel that
+// reuses a Q over many elements divides once (the compiler drops it where nothing reads it).
 struct Q {
-  float s, z, minv;
+  float s, z, minv, inv;
 };
 
 __device__ __forceinline__ Q loadQ(const float* scale, const float* zp, int64_t qi, Domain d, float mid) {
@@ -47,12 +49,13 @@ __device__ __forceinline__ Q loadQ(const float* scale, const float* zp, int64_t 
   q.s = scale[qi];
   q.z = zp ? zp[qi] : 0.0f;
   q.minv = (d == Domain::kFloat) ? q.z - q.s * mid : q.z;
+  q.inv = 1.0f / q.s;
   return q;
 }
 
 __device__ __forceinline__ float unclamped(float x, const Q& q, Domain d, bool has_zp) {
   if (d == Domain::kFloat) return rintf((x - q.minv) / q.s);
-  const float v = rintf(x * (1.0f / q.s));
+  const float v = rintf(x * q.inv);
   return has_zp ? v + q.z : v;
 }
 

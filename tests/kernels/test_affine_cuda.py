@@ -20,7 +20,11 @@ CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 25
          ((3, 40), [1, 8]),
          # merged layouts (kernels/cuda/vec_index.h): a last dimension of 2 or 4 that merges into whole
          # vectors, size-1 dimensions, blocks straddling vectors, an outermost one-block dimension
-         ((6, 4, 2), [6, 4, 2]), ((4, 5, 4), [1, 5, 4]), ((2, 1, 8, 1, 8), [1, 1, 8, 1, 2]), ((4, 3, 8), [4, 1, 8])]
+         ((6, 4, 2), [6, 4, 2]), ((4, 5, 4), [1, 5, 4]), ((2, 1, 8, 1, 8), [1, 1, 8, 1, 2]), ((4, 3, 8), [4, 1, 8]),
+         # per channel along the last axis (the column kernels: a thread keeps one vector of columns
+         # over rows rg, rg + groups, ...): rows not a multiple of 16 nor of 4 x groups, one row,
+         # one vector per row, outer dimensions merged into rows
+         ((37, 48), [37, 1]), ((3, 4096), [3, 1]), ((1, 64), [1, 1]), ((300, 8), [300, 1]), ((2, 5, 16), [2, 5, 1])]
 
 
 @pytest.mark.parametrize("shape,block", CASES)
