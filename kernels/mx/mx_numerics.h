@@ -66,14 +66,19 @@ PT2Q_NUMERIC float scaleValue(uint32_t s) {
   return s == 0u ? bitsToFloat(0x00400000u) : bitsToFloat(s << 23);
 }
 
-/// 32 random bits for element `index` of a stream, independent of how work is split.
-PT2Q_NUMERIC uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
+/// hash32 after its first step (x ^ (x >> 16)): kernels that hash runs of consecutive indices
+/// share that step across a run whose indices differ only in their low 16 bits.
+PT2Q_NUMERIC uint32_t hash32Tail(uint32_t x) {
   x *= 0x7feb352du;
   x ^= x >> 15;
   x *= 0x846ca68bu;
   x ^= x >> 16;
   return x;
+}
+
+/// 32 random bits for element `index` of a stream, independent of how work is split.
+PT2Q_NUMERIC uint32_t hash32(uint32_t x) {
+  return hash32Tail(x ^ (x >> 16));
 }
 
 PT2Q_NUMERIC uint32_t streamKey(uint64_t seed) {
@@ -84,18 +89,20 @@ PT2Q_NUMERIC uint32_t elementRandom(uint32_t key, uint64_t index) {
   return hash32(static_cast<uint32_t>(index) ^ hash32(static_cast<uint32_t>(index >> 32) ^ key));
 }
 
-/// Rounds v (already divided by the block scale) to the element grid. R: 0 nearest (ties
+/// Rounds v (already divided by the block scale, finite) to the element grid. R: 0 nearest (ties
 /// away), 1 even, 2 floor (toward zero), 3 stochastic (up with probability frac, from rnd).
+// Worked on the signed value: trunc, the fraction and the clamp are symmetric about zero, so
+// this is the magnitude's rounding with the sign put back, and n0 + 0 turns a -0 into the +0
+// the format wants, without separate sign handling (four instructions an element fewer on the
+// GPU, where the stochastic kernels were issue-bound).
 template <int R>
 PT2Q_NUMERIC float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
   const uint32_t b = floatToBits(v);
-  const uint32_t sign = b & 0x80000000u;
-  const float av = bitsToFloat(b & 0x7FFFFFFFu);
   const int32_t e = static_cast<int32_t>((b >> 23) & 0xFFu) - 127;
   const int32_t se = (p.is_int ? 0 : (e > p.emin ? e : p.emin)) - p.m;
-  const float scaled = av * bitsToFloat(static_cast<uint32_t>(127 - se) << 23);
+  const float scaled = v * bitsToFloat(static_cast<uint32_t>(127 - se) << 23);
   const float n0 = std::trunc(scaled);
-  const float frac = scaled - n0;
+  const float frac = std::fabs(scaled - n0);
   bool up;
   if constexpr (R == 0) {
     up = frac >= 0.5f;
@@ -106,9 +113,10 @@ PT2Q_NUMERIC float quantizeElement(float v, const ElemParams& p, uint32_t rnd) {
   } else {
     up = static_cast<uint32_t>(frac * 4294967296.0f) > rnd;
   }
-  float q = (n0 + (up ? 1.0f : 0.0f)) * bitsToFloat(static_cast<uint32_t>(127 + se) << 23);
+  const float one = bitsToFloat((b & 0x80000000u) | 0x3F800000u);  // 1 with v's sign
+  float q = (n0 + (up ? one : 0.0f)) * bitsToFloat(static_cast<uint32_t>(127 + se) << 23);
   q = q < p.max_norm ? q : p.max_norm;
-  return bitsToFloat(floatToBits(q) | (q != 0.0f ? sign : 0u));
+  return q > -p.max_norm ? q : -p.max_norm;
 }
 
 /// The stored bits of an element value q (on the grid, |q| <= max_norm), `bits` wide:
