@@ -38,24 +38,32 @@ __device__ __forceinline__ int64_t qparamIndex(const Layout& l, int64_t i) {
   return q;
 }
 
-// inv is 1 / s, IEEE-rounded as the CPU's x * (1 / s): held with the scale so that a kernel that
-// reuses a Q over many elements divides once (the compiler drops it where nothing reads it).
 struct Q {
-  float s, z, minv, inv;
+  float s, z, minv;
 };
+
+// A Q with 1 / s (IEEE, the CPU's x * (1 / s)) held beside it, for kernels that reuse one Q over
+// many elements. The flat kernels keep Q and divide where they multiply: moving their division
+// into loadQ cost them 5-9 % on the H100 (same bits).
+struct QInv : Q {
+  float inv;
+};
+
+__device__ __forceinline__ float recipOf(const Q& q) { return 1.0f / q.s; }
+__device__ __forceinline__ float recipOf(const QInv& q) { return q.inv; }
 
 __device__ __forceinline__ Q loadQ(const float* scale, const float* zp, int64_t qi, Domain d, float mid) {
   Q q;
   q.s = scale[qi];
   q.z = zp ? zp[qi] : 0.0f;
   q.minv = (d == Domain::kFloat) ? q.z - q.s * mid : q.z;
-  q.inv = 1.0f / q.s;
   return q;
 }
 
-__device__ __forceinline__ float unclamped(float x, const Q& q, Domain d, bool has_zp) {
+template <class QT>
+__device__ __forceinline__ float unclamped(float x, const QT& q, Domain d, bool has_zp) {
   if (d == Domain::kFloat) return rintf((x - q.minv) / q.s);
-  const float v = rintf(x * q.inv);
+  const float v = rintf(x * recipOf(q));
   return has_zp ? v + q.z : v;
 }
 
@@ -75,8 +83,8 @@ __device__ __forceinline__ float codeMid(const Params& p) {
   return static_cast<float>(static_cast<double>(p.qmin + p.qmax + 1) / 2);
 }
 
-template <typename C>
-__device__ __forceinline__ C quantizeOne(float x, const Q& q, const Params& p, bool has_zp) {
+template <typename C, class QT>
+__device__ __forceinline__ C quantizeOne(float x, const QT& q, const Params& p, bool has_zp) {
   const float v = clampNanLow(unclamped(x, q, p.domain, has_zp), static_cast<float>(p.qmin), static_cast<float>(p.qmax));
   // Through int64: fp32 rounds an int32 qmax of 2^31 - 1 up to 2^31.
   long long c = static_cast<long long>(v);
@@ -94,8 +102,8 @@ __device__ __forceinline__ float dequantizeOne(C code, const Q& q, const Params&
 
 // Fake-quantize of one element: the value (fp32, before the cast to T) and whether it was in range.
 // kMaybeWide = false: the caller knows qmax - qmin <= 2^24 (the code range is exact in fp32).
-template <bool kMaybeWide = true>
-__device__ __forceinline__ float fakeQuantizeOne(float x, const Q& q, const Params& p, bool has_zp, float mid,
+template <bool kMaybeWide = true, class QT>
+__device__ __forceinline__ float fakeQuantizeOne(float x, const QT& q, const Params& p, bool has_zp, float mid,
                                                  bool& in_range) {
   const float lo = static_cast<float>(p.qmin), hi = static_cast<float>(p.qmax);
   const float v = unclamped(x, q, p.domain, has_zp);

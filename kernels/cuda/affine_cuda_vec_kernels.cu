@@ -65,14 +65,14 @@ struct QCache {
 
 // quantize (float -> code) and dequantize (code -> float) of one element, for mapVecKernel.
 struct QuantizeOp {
-  template <typename Out, typename In>
-  static __device__ __forceinline__ Out one(In x, const Q& q, const Params& p, bool has_zp, float) {
+  template <typename Out, typename In, class QT>
+  static __device__ __forceinline__ Out one(In x, const QT& q, const Params& p, bool has_zp, float) {
     return quantizeOne<Out>(toFloat(x), q, p, has_zp);
   }
 };
 struct DequantizeOp {
-  template <typename Out, typename In>
-  static __device__ __forceinline__ Out one(In c, const Q& q, const Params& p, bool has_zp, float mid) {
+  template <typename Out, typename In, class QT>
+  static __device__ __forceinline__ Out one(In c, const QT& q, const Params& p, bool has_zp, float mid) {
     return fromFloat<Out>(dequantizeOne(c, q, p, has_zp, mid));
   }
 };
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads) fakeQuantizeVecKernel(const T* x, T*
 // qparams depend on its column alone. There the flat kernels above loaded two qparams and
 // divided once per element (bf16 fake-quantize at 53 % of the bandwidth on the H100), so
 // instead a thread keeps one column vector for a strided set of rows (rg, rg + groups, ...) and
-// loads its qparams and reciprocals once. Thread t takes vector t % vectors of row t / vectors
+// loads its qparams and reciprocals (QInv) once. Thread t takes vector t % vectors of row t / vectors
 // first: a warp's loads stay contiguous for any C, narrow tensors included.
 struct Columns {
   uint32_t vectors;  // per row: C / V
@@ -193,9 +193,12 @@ struct ColumnRun {
 
   template <int V>
   __device__ __forceinline__ void loadQs(const Columns& c, const float* scale, const float* zp, Domain d, float mid,
-                                         Q (&q)[V]) const {
+                                         QInv (&q)[V]) const {
 #pragma unroll
-    for (int j = 0; j < V; ++j) q[j] = loadQ(scale, zp, (cv * V + j) * c.qstride, d, mid);
+    for (int j = 0; j < V; ++j) {
+      static_cast<Q&>(q[j]) = loadQ(scale, zp, (cv * V + j) * c.qstride, d, mid);
+      q[j].inv = 1.0f / q[j].s;
+    }
   }
 
   // The vectors of rows r, r + groups, ... (U of them, those past the last row left unset).
@@ -215,7 +218,7 @@ __global__ void __launch_bounds__(kThreads) mapColumnsKernel(const In* x, Out* o
   const ColumnRun run(c);
   if (run.rg >= c.groups) return;
   const float mid = codeMid(p);
-  Q q[V];
+  QInv q[V];
   run.loadQs(c, scale, zp, p.domain, mid, q);
   for (uint32_t r = run.rg; r < c.rows; r += U * c.groups) {
     Vec<In, V> in[U];
@@ -240,7 +243,7 @@ __global__ void __launch_bounds__(kThreads) fakeQuantizeColumnsKernel(const T* x
   if constexpr (F != kAnyFlavour) p.domain = F == kFloatZp ? Domain::kFloat : Domain::kInt;
   const bool has_zp = F == kAnyFlavour ? zp != nullptr : F != kIntNoZp;
   const float mid = codeMid(p);
-  Q q[V];
+  QInv q[V];
   run.loadQs(c, scale, has_zp ? zp : nullptr, p.domain, mid, q);
   for (uint32_t r = run.rg; r < c.rows; r += U * c.groups) {
     Vec<T, V> in[U];
