@@ -200,7 +200,9 @@ __global__ void fakeQuantizeColumns(const typename IO<K>::T* x, typename IO<K>::
 // 4-byte load per row serves both columns and the block stays in 32 registers as packed pairs,
 // where one column per thread made 2-byte loads and held 32 floats (93 registers, a quarter of
 // the SM's threads). Thread t is block column t of the layout seen with pairs as its elements.
-template <FloatType K, int R>
+// INT: the format is an integer one (c.is_int), a constant here: as a run-time field it left a
+// branch on it around every element (BSSY / BSYNC pairs in the SASS).
+template <FloatType K, int R, bool INT>
 __global__ void __launch_bounds__(kThreads) fakeQuantizeColumnPairs(const uint32_t* x, uint32_t* y, MxLaunch c,
                                                                     int64_t pairs) {
   const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -211,7 +213,8 @@ __global__ void __launch_bounds__(kThreads) fakeQuantizeColumnPairs(const uint32
   const Column k = columnOf(in_pairs, t);
   const int n = static_cast<int>(k.l1 - k.l0);
   const int64_t base = (k.o * c.len + k.l0) * half + k.w;
-  const mxd::ElemParams p = elemParams(c);
+  mxd::ElemParams p = elemParams(c);
+  p.is_int = INT;
   uint32_t v[32];
   uint32_t amax2 = 0u;  // the two columns' NaN-propagating max |x|, as a packed pair
 #pragma unroll
@@ -391,8 +394,13 @@ cudaError_t launchFake(const void* x, void* y, const MxLaunch& c, cudaStream_t s
       const auto grid = static_cast<unsigned>((pairs + kThreads - 1) / kThreads);
       // 2, 3 or 4 blocks per multiprocessor (95, 80 with spills, 64 with spills registers) timed
       // within 4 % of each other on the H100 at bf16 axis 0: the default bound stays.
-      fakeQuantizeColumnPairs<K, R><<<grid, kThreads, 0, stream>>>(static_cast<const uint32_t*>(x),
-                                                                   static_cast<uint32_t*>(y), c, pairs);
+      const auto* xp = static_cast<const uint32_t*>(x);
+      auto* yp = static_cast<uint32_t*>(y);
+      if (c.is_int) {
+        fakeQuantizeColumnPairs<K, R, true><<<grid, kThreads, 0, stream>>>(xp, yp, c, pairs);
+      } else {
+        fakeQuantizeColumnPairs<K, R, false><<<grid, kThreads, 0, stream>>>(xp, yp, c, pairs);
+      }
       return cudaGetLastError();
     }
   }
