@@ -364,66 +364,49 @@ void byVec(FloatType, F&& go) {
   go(std::integral_constant<int, kVec>());
 }
 
-cudaError_t quantizeVec(const void* x, FloatType xt, void* q, CodeType qt, int64_t n, const Layout& l,
-                        const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
-  const VecIndex vi = indexOf(l);
+// Launches the map Op (quantize or dequantize) of In to Out: the column kernels where they take
+// the layout, else the flat kernels by the layout's mode. F: the float type of the two, whose size
+// sets the flat kernels' vectors per thread.
+template <class Op, typename F, typename In, typename Out>
+cudaError_t launchMap(const In* in, Out* out, int64_t n, const VecIndex& vi, const float* scale, const float* zp,
+                      const Params& p, cudaStream_t stream) {
   if (columnsTake(vi)) {
     const Columns c = columnsOf(vi, kVec, n);
-    byFloat(xt, const_cast<void*>(x), [&](auto* xp) {
-      byCode(qt, q, [&](auto* qp) {
-        using T = std::remove_pointer_t<decltype(xp)>;
-        using C = std::remove_pointer_t<decltype(qp)>;
-        mapColumnsKernel<T, C, QuantizeOp, kVec, columnUnrollOf<T>()>
-            <<<columnsGrid(c), kThreads, 0, stream>>>(xp, qp, c, scale, zp, p);
-      });
-    });
+    mapColumnsKernel<In, Out, Op, kVec, columnUnrollOf<In>()>
+        <<<columnsGrid(c), kThreads, 0, stream>>>(in, out, c, scale, zp, p);
     return cudaGetLastError();
   }
-  return byMode(vi, vecOf(xt), [&](auto mode) {
-    byVec(xt, [&](auto vec) {
-      byFloat(xt, const_cast<void*>(x), [&](auto* xp) {
-        byCode(qt, q, [&](auto* qp) {
-          using T = std::remove_pointer_t<decltype(xp)>;
-          using C = std::remove_pointer_t<decltype(qp)>;
-          constexpr int V = decltype(vec)::value, U = unrollOf(sizeof(T));
-          const auto nv = static_cast<uint32_t>(n / V);
-          mapVecKernel<T, C, QuantizeOp, decltype(mode)::value, V, U>
-              <<<gridOf(nv, U), kThreads, 0, stream>>>(xp, qp, nv, vi, scale, zp, p);
-        });
-      });
+  return byMode(vi, kVec, [&](auto mode) {
+    constexpr int U = unrollOf(sizeof(F));
+    const auto nv = static_cast<uint32_t>(n / kVec);
+    mapVecKernel<In, Out, Op, decltype(mode)::value, kVec, U>
+        <<<gridOf(nv, U), kThreads, 0, stream>>>(in, out, nv, vi, scale, zp, p);
+  });
+}
+
+cudaError_t quantizeVec(const void* x, FloatType xt, void* q, CodeType qt, int64_t n, const Layout& l,
+                        const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
+  cudaError_t err = cudaSuccess;
+  byFloat(xt, const_cast<void*>(x), [&](auto* xp) {
+    byCode(qt, q, [&](auto* qp) {
+      using T = std::remove_pointer_t<decltype(xp)>;
+      err = launchMap<QuantizeOp, T>(const_cast<const T*>(xp), qp, n, indexOf(l), scale, zp, p, stream);
     });
   });
+  return err;
 }
 
 cudaError_t dequantizeVec(const void* q, CodeType qt, void* y, FloatType yt, int64_t n, const Layout& l,
                           const float* scale, const float* zp, const Params& p, cudaStream_t stream) {
-  const VecIndex vi = indexOf(l);
-  if (columnsTake(vi)) {
-    const Columns c = columnsOf(vi, kVec, n);
-    byCode(qt, const_cast<void*>(q), [&](auto* qp) {
-      byFloat(yt, y, [&](auto* yp) {
-        using C = std::remove_pointer_t<decltype(qp)>;
-        using T = std::remove_pointer_t<decltype(yp)>;
-        mapColumnsKernel<C, T, DequantizeOp, kVec, columnUnrollOf<C>()>
-            <<<columnsGrid(c), kThreads, 0, stream>>>(qp, yp, c, scale, zp, p);
-      });
-    });
-    return cudaGetLastError();
-  }
-  return byMode(vi, vecOf(yt), [&](auto mode) {
-    byVec(yt, [&](auto vec) {
-      byCode(qt, const_cast<void*>(q), [&](auto* qp) {
-        byFloat(yt, y, [&](auto* yp) {
-          using C = std::remove_pointer_t<decltype(qp)>;
-          using T = std::remove_pointer_t<decltype(yp)>;
-          constexpr int V = decltype(vec)::value, U = unrollOf(sizeof(T));
-          const auto nv = static_cast<uint32_t>(n / V);
-          mapVecKernel<C, T, DequantizeOp, decltype(mode)::value, V, U>
-              <<<gridOf(nv, U), kThreads, 0, stream>>>(qp, yp, nv, vi, scale, zp, p);
-        });
-      });
+  cudaError_t err = cudaSuccess;
+  byCode(qt, const_cast<void*>(q), [&](auto* qp) {
+    byFloat(yt, y, [&](auto* yp) {
+      using C = std::remove_pointer_t<decltype(qp)>;
+      using T = std::remove_pointer_t<decltype(yp)>;
+      err = launchMap<DequantizeOp, T>(const_cast<const C*>(qp), yp, n, indexOf(l), scale, zp, p, stream);
     });
   });
+  return err;
 }
 
 cudaError_t fakeQuantizeVec(const void* x, FloatType xt, void* y, bool* mask, int64_t n, const Layout& l,

@@ -286,7 +286,7 @@ __device__ __forceinline__ void loadBlockMax(const uint4& raw, float* f, float& 
   if constexpr (K == FloatType::kF32) {
     m = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) m = maxNan(m, fabsf(f[i]));
+    for (int i = 0; i < Vec<K>::kN; ++i) m = maxNan(m, fabsf(f[i]));
   } else {
     const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
     uint32_t m2 = 0u;
