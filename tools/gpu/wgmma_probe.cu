@@ -24,14 +24,6 @@ struct Problem {
   size_t ybytes;
 };
 
-template <class T>
-T* upload(const std::vector<T>& v) {
-  T* p = nullptr;
-  CK(cudaMalloc(&p, v.size() * sizeof(T) + 16));
-  CK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return p;
-}
-
 Problem make(int64_t m, int64_t n, int64_t k, std::mt19937& rng) {
   Problem p{m, n, k};
   std::uniform_int_distribution<int> byte(-128, 127);

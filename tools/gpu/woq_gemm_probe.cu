@@ -62,14 +62,6 @@ ab::WoqGemv asOld(const cu::WoqGemv& a) {
   return o;
 }
 
-template <typename T>
-T* upload(const std::vector<T>& h) {
-  T* d = nullptr;
-  CK(cudaMalloc(&d, h.size() * sizeof(T) + 16));
-  CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
 int64_t packedBytes(int bits, int64_t n, int64_t k) { return (n + 3) / 4 * 4 * k / (bits == 8 ? 1 : 2); }
 
 struct Case {
