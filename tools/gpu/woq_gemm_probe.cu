@@ -1,6 +1,7 @@
 // Experiment driver for the GPU machine (not a test; tests/kernels/test_linear_woq_cuda.py is):
-// the weight-only wgmma GEMM (linear_w8a16 / linear_w4a16 from 64 rows) of this tree against
-// another revision's, in one process. The two must agree bit for bit (the numerics are fixed:
+// the weight-only wgmma GEMM (linear_w8a16 / linear_w4a16 from 64 rows), or with --gemv the
+// tensor-core GEMV (linear_woq_mma_kernels.cu, up to 63 rows), of this tree against another
+// revision's, in one process. The two must agree bit for bit (the numerics are fixed:
 // dequantWeight's rounded weight, fp32 sums in the kernel's order), on edge shapes, every scale
 // layout, zero points, forced splits and scales that leave the fast decode (0, subnormal, huge,
 // inf, NaN; huge zero points). Then both are timed alternately on the benchmark shapes (CUDA
@@ -11,7 +12,10 @@
 //     /tmp/ab/kernels/cuda/linear_woq_wgmma_kernels.cu -o /tmp/ab_old.o
 //   nvcc -std=c++17 -I. --fmad=false -gencode arch=compute_90a,code=sm_90a tools/gpu/woq_gemm_probe.cu \
 //     kernels/cuda/linear_woq_wgmma_kernels.cu /tmp/ab_old.o -o /tmp/woq_gemm_probe
-//   /tmp/woq_gemm_probe [--profile]   (--profile: one call of each version, for Nsight Compute)
+//   /tmp/woq_gemm_probe [--gemv] [--profile]   (--profile: one call of each version, for Nsight Compute)
+// --gemv also needs linear_woq_mma_kernels.cu (mma_tiles.cuh) of both revisions: add the file to
+// the first two lines, link kernels/cuda/linear_woq_mma_kernels.cu and /tmp/ab_mma.o as well
+// (arch compute_90a is fine for it).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -46,12 +50,28 @@ struct WoqGemv {
 bool linearWeightOnlyWgmmaTakes(const WoqGemv& a);
 int linearWeightOnlyWgmmaSplits(const WoqGemv& a);
 cudaError_t linearWeightOnlyWgmma(const WoqGemv& a, int splits, cudaStream_t stream);
+cudaError_t linearWeightOnlyMma(const WoqGemv& a, cudaStream_t stream);
 }  // namespace pt2q_ab::cuda
 
 namespace {
 
 namespace cu = pt2q::cuda;
 namespace ab = pt2q_ab::cuda;
+
+bool gemv = false;  // --gemv: the GEMV (splits are its own; the case's are ignored)
+
+bool takes(const cu::WoqGemv& a) {
+  return gemv ? a.m <= 63 && a.k % (a.bits == 8 ? 16 : 32) == 0 : cu::linearWeightOnlyWgmmaTakes(a);
+}
+int splitsOf(const cu::WoqGemv& a, int forced) {
+  return gemv ? 0 : forced ? forced : cu::linearWeightOnlyWgmmaSplits(a);
+}
+cudaError_t runNew(const cu::WoqGemv& a, int splits) {
+  return gemv ? cu::linearWeightOnlyMma(a, nullptr) : cu::linearWeightOnlyWgmma(a, splits, nullptr);
+}
+cudaError_t runOld(const ab::WoqGemv& a, int splits) {
+  return gemv ? ab::linearWeightOnlyMma(a, nullptr) : ab::linearWeightOnlyWgmma(a, splits, nullptr);
+}
 
 ab::WoqGemv asOld(const cu::WoqGemv& a) {
   ab::WoqGemv o;
@@ -159,20 +179,20 @@ std::string name(const Case& c) {
 bool compare(const Case& c) {
   cu::WoqGemv a;
   Buffers b = make(c, &a);
-  if (!cu::linearWeightOnlyWgmmaTakes(a)) {
+  if (!takes(a)) {
     std::printf("SKIP (not taken) %s\n", name(c).c_str());
     release(b);
     return true;
   }
-  const int splits = c.splits ? c.splits : cu::linearWeightOnlyWgmmaSplits(a);
+  const int splits = splitsOf(a, c.splits);
   const int64_t bytes = c.m * c.n * 2;
   CK(cudaMemset(b.y_new, 0xA5, bytes));
   CK(cudaMemset(b.y_old, 0x5A, bytes));
   a.y = b.y_new;
-  CK(cu::linearWeightOnlyWgmma(a, splits, nullptr));
+  CK(runNew(a, splits));
   ab::WoqGemv o = asOld(a);
   o.y = b.y_old;
-  CK(ab::linearWeightOnlyWgmma(o, splits, nullptr));
+  CK(runOld(o, splits));
   CK(cudaDeviceSynchronize());
   std::vector<uint16_t> yn(c.m * c.n), yo(c.m * c.n);
   CK(cudaMemcpy(yn.data(), b.y_new, bytes, cudaMemcpyDeviceToHost));
@@ -205,12 +225,12 @@ void timeCase(const Case& c, bool profile) {
   cu::WoqGemv a;
   Buffers b = make(c, &a, copies);
   a.y = b.y_new;
-  const int splits = c.splits ? c.splits : cu::linearWeightOnlyWgmmaSplits(a);
+  const int splits = splitsOf(a, c.splits);
   ab::WoqGemv o = asOld(a);
   o.y = b.y_old;
   if (profile) {
-    CK(cu::linearWeightOnlyWgmma(a, splits, nullptr));
-    CK(ab::linearWeightOnlyWgmma(o, splits, nullptr));
+    CK(runNew(a, splits));
+    CK(runOld(o, splits));
     CK(cudaDeviceSynchronize());
     release(b);
     return;
@@ -226,7 +246,7 @@ void timeCase(const Case& c, bool profile) {
       CK(cudaEventRecord(e0));
       for (int j = 0; j < kCalls; ++j, rot = (rot + 1) % copies) {
         a.packed = o.packed = b.packed + rot * pbytes;
-        CK(which == 0 ? cu::linearWeightOnlyWgmma(a, splits, nullptr) : ab::linearWeightOnlyWgmma(o, splits, nullptr));
+        CK(which == 0 ? runNew(a, splits) : runOld(o, splits));
       }
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
@@ -236,7 +256,9 @@ void timeCase(const Case& c, bool profile) {
     }
   }
   const float n = median(tn), old = median(to);
-  std::printf("%-62s new %8.1f us  old %8.1f us  old/new %.2fx\n", name(c).c_str(), n, old, old / n);
+  const double gbs = (pbytes + c.n * (c.group_size ? c.k / c.group_size : 1) * 4.0) / (n * 1e3);
+  std::printf("%-62s new %8.1f us  old %8.1f us  old/new %.2fx  new %6.0f GB/s (weight + scales)\n",
+              name(c).c_str(), n, old, old / n, gbs);
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   release(b);
@@ -244,9 +266,61 @@ void timeCase(const Case& c, bool profile) {
 
 }  // namespace
 
+// The GEMV: bit for bit on edge shapes (rows 1..63, partial tiles and spans, short K that puts
+// several tiles in a block, every span width), then timed at 1 and 16 rows.
+int mainGemv(bool profile) {
+  const cu::FloatType bf = cu::FloatType::kBF16, hf = cu::FloatType::kF16;
+  const int64_t bench[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {14336, 4096}};
+  if (profile) {
+    timeCase({4, bf, 1, 14336, 4096, 128, false, 0}, true);
+    timeCase({8, bf, 1, 14336, 4096, 0, false, 0}, true);
+    std::printf("profile calls done\n");
+    return 0;
+  }
+  int bad = 0, total = 0;
+  const int64_t gsizes[] = {0, 16, 32, 64, 128, 256};  // 16: int8 only (int4 groups are whole chunks)
+  const int64_t shapes[][3] = {{1, 136, 256}, {2, 520, 1280}, {7, 1000, 4096 + 768}, {9, 264, 2304},
+                               {16, 4100, 4096}, {33, 1000, 1024}, {63, 40, 512}, {1, 17, 96}};
+  for (int bits : {4, 8}) {
+    for (cu::FloatType xt : {bf, hf}) {
+      for (int64_t gsz : gsizes) {
+        for (bool zp : {false, true}) {
+          for (const auto& sh : shapes) {
+            if ((gsz != 0 && sh[2] % gsz != 0) || (bits == 4 && gsz == 16)) continue;
+            ++total;
+            bad += !compare({bits, xt, sh[0], sh[1], sh[2], gsz, zp, 0});
+          }
+        }
+        if (bits == 4 && gsz == 16) continue;
+        ++total;
+        bad += !compare({bits, xt, 5, 520, 1280, gsz, true, 0, 1});
+      }
+    }
+  }
+  std::printf("bit-exact against the other revision: %d of %d cases %s\n", total - bad, total,
+              bad ? "(MISMATCHES above)" : "ok");
+  for (int64_t m : {1, 16}) {
+    for (const auto& s : bench) {
+      timeCase({4, bf, m, s[0], s[1], 128, false, 0}, false);
+      timeCase({8, bf, m, s[0], s[1], 0, false, 0}, false);
+    }
+  }
+  timeCase({4, bf, 1, 4096, 4096, 128, true, 0}, false);
+  timeCase({4, bf, 1, 4096, 4096, 32, false, 0}, false);
+  timeCase({8, bf, 1, 4096, 4096, 128, true, 0}, false);
+  timeCase({4, bf, 8, 14336, 4096, 128, false, 0}, false);
+  timeCase({4, bf, 32, 14336, 4096, 128, false, 0}, false);
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);  // what was printed survives a time limit
-  const bool profile = argc > 1 && std::strcmp(argv[1], "--profile") == 0;
+  bool profile = false;
+  for (int i = 1; i < argc; ++i) {
+    profile |= std::strcmp(argv[i], "--profile") == 0;
+    gemv |= std::strcmp(argv[i], "--gemv") == 0;
+  }
+  if (gemv) return mainGemv(profile);
   const cu::FloatType bf = cu::FloatType::kBF16, hf = cu::FloatType::kF16;
   if (profile) {
     timeCase({4, bf, 128, 4096, 4096, 128, false, 0}, true);
