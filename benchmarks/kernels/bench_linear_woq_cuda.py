@@ -86,6 +86,32 @@ def copies(make, nbytes):
     return [make() for _ in range(max(2, 3 * L2 // max(nbytes, 1) + 1))]
 
 
+def time_cases(group, cases, rows):
+    """Times each (name, fn(i), bytes) of a group into rows; "bf16 F.linear" (first) is the baseline."""
+    base = None
+    for name, fn, nbytes in cases:
+        try:
+            ms = graph_ms(fn)
+        except Exception as e:  # noqa: BLE001
+            rows.append((group, name, None, None, None, repr(e)[:60]))
+            continue
+        base = ms if name == "bf16 F.linear" else base
+        rows.append((group, name, ms, nbytes / ms / 1e6, base / ms if base else None, ""))
+
+
+def print_rows(rows, bw0, bw1):
+    """The markdown table, "% BW" against the better of the two copy probes."""
+    bw = max(bw0, bw1)
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; copy probe {bw0:.0f} / {bw1:.0f} GB/s")
+    print("| case | op | us | GB/s | % BW | vs bf16 |")
+    print("|---|---|---|---|---|---|")
+    for grp, name, ms, gbs, vs, err in rows:
+        if ms is None:
+            print(f"| {grp} | {name} | - | - | - | {err} |")
+        else:
+            print(f"| {grp} | {name} | {ms * 1e3:.1f} | {gbs:.0f} | {100 * gbs / bw:.1f} | {vs:.2f}x |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--m", default="1,4,16,128,2048", help="rows of x, comma-separated")
@@ -161,27 +187,10 @@ def main():
             cases.append(("fp8 torch._scaled_mm (fp8 x given)",
                           lambda i: torch._scaled_mm(x8, f8[i % len(f8)].t(), one, one, out_dtype=torch.bfloat16),
                           n * k + m * k + 2 * m * n))
-            base = None
-            for name, fn, nbytes in cases:
-                if args.only and not any(o in name for o in args.only.split(",")) and name != "bf16 F.linear":
-                    continue
-                try:
-                    ms = graph_ms(fn)
-                except Exception as e:  # noqa: BLE001
-                    rows.append((f"N={n} K={k} M={m}", name, None, None, None, repr(e)[:60]))
-                    continue
-                base = ms if name == "bf16 F.linear" else base
-                rows.append((f"N={n} K={k} M={m}", name, ms, nbytes / ms / 1e6, base / ms if base else None, ""))
-    bw1 = copy_probe()
-    bw = max(bw0, bw1)
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; copy probe {bw0:.0f} / {bw1:.0f} GB/s")
-    print("| case | op | us | GB/s | % BW | vs bf16 |")
-    print("|---|---|---|---|---|---|")
-    for grp, name, ms, gbs, vs, err in rows:
-        if ms is None:
-            print(f"| {grp} | {name} | - | - | - | {err} |")
-        else:
-            print(f"| {grp} | {name} | {ms * 1e3:.1f} | {gbs:.0f} | {100 * gbs / bw:.1f} | {vs:.2f}x |")
+            if args.only:
+                cases = [c for c in cases if c[0] == "bf16 F.linear" or any(o in c[0] for o in args.only.split(","))]
+            time_cases(f"N={n} K={k} M={m}", cases, rows)
+    print_rows(rows, bw0, copy_probe())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""pt2q.linear_mx on CUDA (mx_dequantize and mx_fake_quantize's CUDA kernels, then an fp32
-matmul) against the CPU reference on the same inputs, within the bound of fp32 summation in any
-order: every weight format, ragged K, block sizes, input formats, bias, bf16 / fp16 x, NaN
-blocks; deterministic; opcheck. Runs on the GPU machine; skipped elsewhere."""
+"""pt2q.linear_mx on CUDA (the decode GEMV up to 8 rows, else mx_dequantize's CUDA kernel and an
+fp32 matmul; x through mx_fake_quantize's CUDA kernel) against the CPU reference on the same
+inputs, within the bound of fp32 summation in any order: every weight format, ragged K, block
+sizes, input formats, bias, bf16 / fp16 x, NaN blocks, extreme scales, unaligned storage;
+deterministic; which path ran; opcheck. Runs on the GPU machine; skipped elsewhere."""
 
 import pytest
 import torch
@@ -15,12 +16,14 @@ pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_mx")]
 P = torch.ops.pt2q
 
 
-def check(x, codes, scales, fmt, block, b, x_fmt=None, x_block=32):
+def check(x, codes, scales, fmt, block, b, x_fmt=None, x_block=32, on_gpu=None):
+    """on_gpu: (x, codes) already on the GPU (views), run in place of copies of x and codes."""
     dev = lambda t: None if t is None else t.cuda()  # noqa: E731
-    args = (codes.cuda(), scales.cuda(), fmt, block, dev(b), x_fmt, x_block)
-    got = P.linear_mx(x.cuda(), *args)
+    xg, cg = on_gpu if on_gpu is not None else (x.cuda(), codes.cuda())
+    args = (cg, scales.cuda(), fmt, block, dev(b), x_fmt, x_block)
+    got = P.linear_mx(xg, *args)
     bits = torch.int32 if got.dtype == torch.float32 else torch.int16
-    assert torch.equal(got.view(bits), P.linear_mx(x.cuda(), *args).view(bits))  # same bits, NaN included
+    assert torch.equal(got.view(bits), P.linear_mx(xg, *args).view(bits))  # same bits, NaN included
     want = REF.linear_mx(x, codes, scales, fmt, block, b, x_fmt, x_block)
     assert got.is_cuda and got.dtype == x.dtype and got.shape == want.shape
     k = x.shape[-1]
@@ -52,3 +55,67 @@ def test_half_inputs_leading_dims_and_nan_blocks(dtype):
 def test_opcheck():
     x, c, s, b = make(16, 64, (3,), "int8", 32, seed=4)
     opcheck(P.linear_mx.default, (x.cuda(), c.cuda(), s.cuda(), "int8", 32, b.cuda(), "fp4_e2m1", 32))
+
+
+GEMV_FORMATS = [f for f in FORMATS if f != "int12"]  # codes of at most 8 bits
+
+
+def ran_gemv(fn):
+    """Whether fn() launched the decode GEMV (linear_mx_cuda_kernels.cu), by the profiler's kernel
+    names. Under compute-sanitizer the profiler sees no kernels at all: the test is then skipped at
+    this point (its numeric checks come first)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    if not names:
+        pytest.skip("the CUDA profiler records no kernels here (compute-sanitizer)")
+    return any("linearMxGemvKernel" in n for n in names)
+
+
+@pytest.mark.parametrize("fmt", GEMV_FORMATS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_gemv_rows_blocks_and_dtypes(fmt, dtype):
+    """The decode GEMV (1 to 8 rows) on the layouts it reads, against the CPU reference; more rows
+    take the dequantize path and agree too."""
+    for n, k, block in [(300, 512, 64), (37, 256, 0), (1, 128, 128), (9, 4096, 32)]:
+        for m in (1, 2, 7, 8, 9):
+            x, c, s, b = make(n, k, (m,), fmt, block, seed=m * 7 + n, dtype=dtype)
+            check(x, c, s, fmt, block, b if m % 2 else None, "int8" if m == 7 else None)
+    x, c, s, b = make(300, 512, (8,), fmt, 64, dtype=dtype)
+    x9, _, _, _ = make(300, 512, (9,), fmt, 64, dtype=dtype)
+    assert ran_gemv(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 64, b.cuda()))
+    assert not ran_gemv(lambda: P.linear_mx(x9.cuda(), c.cuda(), s.cuda(), fmt, 64, b.cuda()))
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp4_e2m1", "int8", "fp6_e3m2"])
+def test_gemv_extreme_scales_and_nan_blocks(fmt):
+    """Scale bytes 0 (2^-127: subnormal weights), 1, 200 and 255 (NaN: the column is NaN), and a
+    weight row of zero codes, through the GEMV; same bits on a second call."""
+    x, c, s, b = make(64, 256, (3,), fmt, 32, seed=11)
+    s[0, :] = 0
+    s[1, 2] = 1
+    s[2, :] = 200
+    s[3, 5] = 255
+    c[4].zero_()
+    check(x, c, s, fmt, 32, b)
+    y = P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 32, None).cpu()
+    assert bool(y[:, 3].isnan().all()) and not bool(y[:, [0, 1, 2, 4]].isnan().any())
+    assert ran_gemv(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 32, b.cuda()))
+
+
+def test_gemv_unaligned_storage_takes_the_other_path():
+    """Codes or x that do not start on a 16-byte boundary (views) are read by the dequantize
+    path, with the same result as an aligned copy within fp32 summation."""
+    x, c, s, b = make(40, 256, (2,), "fp8_e4m3", 32, seed=5)
+    cbig = torch.zeros(40 * 256 + 1, dtype=torch.uint8, device="cuda")
+    cbig[1:] = c.view(torch.uint8).reshape(-1).cuda()
+    cv = cbig[1:].view(c.dtype).view(40, 256)  # 1 byte past an allocation's start
+    xbig = torch.zeros(2 * 256 + 1, device="cuda")
+    xbig[1:] = x.reshape(-1).cuda()
+    xv = xbig[1:].view(2, 256)  # 4 bytes past
+    assert cv.data_ptr() % 16 != 0 and xv.data_ptr() % 16 != 0
+    for xg, cg in [(xv, c.cuda()), (x.cuda(), cv)]:
+        check(x, c, s, "fp8_e4m3", 32, b, on_gpu=(xg, cg))
+    for xg, cg in [(xv, c.cuda()), (x.cuda(), cv)]:
+        assert not ran_gemv(lambda: P.linear_mx(xg, cg, s.cuda(), "fp8_e4m3", 32, b.cuda()))

@@ -1,0 +1,58 @@
+"""MX-weight linear on CUDA (decode): pt2q.linear_mx with MXINT8, MXFP8-E4M3, MXFP6-E2M3 and MXFP4
+weights (block 32, mx_quantize's storage) and bf16 x, the decode GEMV against the path it replaced
+(mx_dequantize to fp32, then the fp32 matmul; PT2Q_CUDA_LINEAR_MX_GEMV=0 in the same run) and
+against bf16 F.linear, on the issue's shapes at 1 and 16 rows.
+
+Timing as bench_linear_woq_cuda.py: each case a CUDA graph of 64 calls cycling through enough
+weight copies to exceed the L2, median replay / 64; "% BW": codes + scales + x + y over the time,
+against a device-to-device copy probe in the same run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pt2q  # noqa: E402,F401
+from bench_linear_woq_cuda import SHAPES, copies, copy_probe, print_rows, time_cases, with_env  # noqa: E402
+
+P = torch.ops.pt2q
+FORMATS = ["int8", "fp8_e4m3", "fp6_e2m3", "fp4_e2m1"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--m", default="1,16", help="rows of x, comma-separated")
+    args = ap.parse_args()
+    m_list = [int(v) for v in args.m.split(",")]
+    bw0 = copy_probe()
+    rows = []
+    for n, k in SHAPES:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        w = torch.randn(n, k, device="cuda", generator=g) * 0.02
+        dense = copies(lambda: w.to(torch.bfloat16), 2 * n * k)
+        stores = {}
+        for fmt in FORMATS:
+            codes, scales = P.mx_quantize(w, fmt)
+            nbytes = codes.numel() * codes.element_size() + scales.numel()
+            stores[fmt] = (copies(lambda c=codes, s=scales: (c.clone(), s.clone()), nbytes), nbytes)
+        for m in m_list:
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            io = 2 * m * (k + n)
+            cases = [("bf16 F.linear", lambda i: F.linear(x, dense[i % len(dense)]), 2 * n * k + io)]
+            for fmt in FORMATS:
+                st, nbytes = stores[fmt]
+                run = lambda i, st=st, fmt=fmt: P.linear_mx(x, *st[i % len(st)], fmt)  # noqa: E731
+                cases.append((f"linear_mx {fmt} (dequantize + fp32 matmul)",
+                              with_env(run, PT2Q_CUDA_LINEAR_MX_GEMV=0), nbytes + io))
+                cases.append((f"linear_mx {fmt} (GEMV)", run, nbytes + io))
+            time_cases(f"N={n} K={k} M={m}", cases, rows)
+    print_rows(rows, bw0, copy_probe())
+
+
+if __name__ == "__main__":
+    main()
