@@ -1,7 +1,9 @@
 """MX-weight linear on CUDA (decode): pt2q.linear_mx with MXINT8, MXFP8-E4M3, MXFP6-E2M3 and MXFP4
-weights (block 32, mx_quantize's storage) and bf16 x, the decode GEMV against the path it replaced
-(mx_dequantize to fp32, then the fp32 matmul; PT2Q_CUDA_LINEAR_MX_GEMV=0 in the same run) and
-against bf16 F.linear, on the issue's shapes at 1 and 16 rows.
+weights (block 32, mx_quantize's storage) and bf16 x, the decode GEMVs (tensor cores for byte and
+4-bit codes, CUDA cores for the others; the CUDA-core one also for byte / 4-bit codes with
+PT2Q_CUDA_LINEAR_MX_MMA=0) against the path they replaced (mx_dequantize to fp32, then the fp32
+matmul; PT2Q_CUDA_LINEAR_MX_GEMV=0) and against bf16 F.linear, in the same run, on the issue's
+shapes.
 
 Timing as bench_linear_woq_cuda.py: each case a CUDA graph of 64 calls cycling through enough
 weight copies to exceed the L2, median replay / 64; "% BW": codes + scales + x + y over the time,
@@ -26,7 +28,7 @@ FORMATS = ["int8", "fp8_e4m3", "fp6_e2m3", "fp4_e2m1"]
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--m", default="1,16", help="rows of x, comma-separated")
+    ap.add_argument("--m", default="1,8,16", help="rows of x, comma-separated")
     args = ap.parse_args()
     m_list = [int(v) for v in args.m.split(",")]
     bw0 = copy_probe()
@@ -50,6 +52,9 @@ def main():
                 cases.append((f"linear_mx {fmt} (dequantize + fp32 matmul)",
                               with_env(run, PT2Q_CUDA_LINEAR_MX_GEMV=0), nbytes + io))
                 cases.append((f"linear_mx {fmt} (GEMV)", run, nbytes + io))
+                if fmt != "fp6_e2m3" and m <= 8:
+                    cases.append((f"linear_mx {fmt} (CUDA-core GEMV)", with_env(run, PT2Q_CUDA_LINEAR_MX_MMA=0),
+                                  nbytes + io))
             time_cases(f"N={n} K={k} M={m}", cases, rows)
     print_rows(rows, bw0, copy_probe())
 

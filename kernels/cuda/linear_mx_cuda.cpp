@@ -1,11 +1,16 @@
 // CUDA glue of linear_mx. x is fake-quantized by mx_fake_quantize's CUDA kernel when an input
-// format is given. Up to kLinearMxGemvMaxRows rows (decode) a GEMV decodes the weight's codes in
-// registers (linear_mx_cuda_kernels.h): each weight value mx_dequantize's, summed in fp32 in the
-// kernel's order. Otherwise, and for layouts the GEMV does not read (ragged chunks, codes wider
-// than 8 bits, unaligned storage), the weight is dequantized by mx_dequantize's CUDA kernel and
-// the reference's fp32 matmul runs: the reference's result bit for bit, but the whole fp32 weight
-// is written every call. PT2Q_CUDA_LINEAR_MX_GEMV=0 keeps that path for every call (the benchmark's
-// A/B).
+// format is given. For decode, a GEMV decodes the weight's codes in registers
+// (linear_mx_cuda_kernels.h): on tensor cores for 2 to kLinearMxMmaMaxRows rows of bf16 / fp16 x
+// (byte and 4-bit codes whose values are exact in x's type), else on CUDA cores up to
+// kLinearMxGemvMaxRows rows; both sum in fp32 in their own fixed order. Otherwise, and for layouts
+// neither reads (ragged chunks, codes wider than 8 bits, unaligned storage), the weight is
+// dequantized by mx_dequantize's CUDA kernel and the reference's fp32 matmul runs: the
+// reference's result bit for bit, but the whole fp32 weight is written every call.
+// PT2Q_CUDA_LINEAR_MX_GEMV=0 keeps that path for every call, PT2Q_CUDA_LINEAR_MX_MMA=0 the
+// CUDA-core GEMV where it applies (the benchmark's A/B).
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdlib>
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -20,6 +25,29 @@
 
 namespace pt2q {
 namespace {
+
+// The table of the tensor-core GEMV: each code's value as x's 16-bit type (bits 8: one per code;
+// bits 4: the two nibbles of each byte). False where a value is not exact there.
+bool halfTable(const std::array<float, 256>& t, int bits, at::ScalarType xt, cuda::MxHalfTable& out) {
+  const int codes = 1 << std::min(bits, 8);
+  uint16_t h[256] = {};
+  for (int c = 0; c < codes; ++c) {
+    if (!std::isfinite(t[c])) return false;
+    if (xt == at::kBFloat16) {
+      const c10::BFloat16 v(t[c]);
+      if (static_cast<float>(v) != t[c]) return false;
+      h[c] = v.x;
+    } else {
+      const c10::Half v(t[c]);
+      if (static_cast<float>(v) != t[c]) return false;
+      h[c] = v.x;
+    }
+  }
+  for (int i = 0; i < 256; ++i) {
+    out.v[i] = bits == 4 ? static_cast<uint32_t>(h[i & 15]) | static_cast<uint32_t>(h[i >> 4]) << 16 : h[i];
+  }
+  return true;
+}
 
 at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes, const at::Tensor& weight_scales,
                         c10::string_view weight_format, int64_t block_size, const c10::optional<at::Tensor>& bias,
@@ -44,7 +72,8 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
                                         : input;
   const c10::optional<at::Tensor> b = bias.has_value() ? c10::optional<at::Tensor>(bias->to(at::kFloat)) : c10::nullopt;
   const char* gemv_env = std::getenv("PT2Q_CUDA_LINEAR_MX_GEMV");
-  if (a.m >= 1 && a.m <= cuda::kLinearMxGemvMaxRows && !(gemv_env != nullptr && std::atoi(gemv_env) == 0)) {
+  const int64_t gemv_rows = x.scalar_type() == at::kFloat ? cuda::kLinearMxGemvMaxRows : cuda::kLinearMxMmaMaxRows;
+  if (a.m >= 1 && a.m <= gemv_rows && !(gemv_env != nullptr && std::atoi(gemv_env) == 0)) {
     const at::Tensor xr = x.reshape({a.m, a.k}).contiguous();
     const at::Tensor codes = weight_codes.contiguous(), scales = weight_scales.contiguous();
     const at::Tensor bf = b.has_value() ? b->contiguous() : at::Tensor();
@@ -63,9 +92,19 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
     g.m = a.m, g.n = a.n, g.k = a.k;
     g.bias = bf.defined() ? bf.const_data_ptr<float>() : nullptr;
     g.y = y.data_ptr();
+    const std::array<float, 256> t = mx::codeTable(a.weight_format, a.layout);
+    cuda::MxHalfTable half;
+    const char* mma_env = std::getenv("PT2Q_CUDA_LINEAR_MX_MMA");
+    // One row: the CUDA-core GEMV where it applies (on the H100 the tensor-core one ran 0.75-1.0x
+    // its speed there, and 2.0-4.0x it at 8 rows).
+    const bool one_row_gemv = a.m == 1 && cuda::linearMxGemvTakes(g);
+    if (!one_row_gemv && cuda::linearMxMmaTakes(g) && halfTable(t, g.packing.bits, x.scalar_type(), half) &&
+        !(mma_env != nullptr && std::atoi(mma_env) == 0)) {
+      cuda::checkLaunch(cuda::linearMxMma(g, half, at::cuda::getCurrentCUDAStream()), "linear_mx");
+      return y.reshape(linearOutputShape(input.sizes(), a.n));
+    }
     if (cuda::linearMxGemvTakes(g)) {
       cuda::MxCodeTable table;
-      const std::array<float, 256> t = mx::codeTable(a.weight_format, a.layout);
       std::copy(t.begin(), t.end(), table.v);
       cuda::checkLaunch(cuda::linearMxGemv(g, table, at::cuda::getCurrentCUDAStream()), "linear_mx");
       return y.reshape(linearOutputShape(input.sizes(), a.n));

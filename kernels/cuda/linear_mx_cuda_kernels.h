@@ -1,7 +1,8 @@
-// Torch-free CUDA kernel of linear_mx for few rows of x (decode): a GEMV that reads the MX weight
-// as mx_quantize stored it (codes [N, row_bytes], E8M0 scales [N, blocks]) and decodes it in
-// registers, instead of writing the whole weight out in fp32 for a matmul. The glue is
-// kernels/cuda/linear_mx_cuda.cpp.
+// Torch-free CUDA kernels of linear_mx for few rows of x (decode): GEMVs that read the MX weight
+// as mx_quantize stored it (codes [N, row_bytes], E8M0 scales [N, blocks]) and decode it in
+// registers, instead of writing the whole weight out in fp32 for a matmul: on tensor cores for
+// bf16 / fp16 x and byte or 4-bit codes (linear_mx_mma_kernels.cu), on CUDA cores otherwise
+// (linear_mx_cuda_kernels.cu). The glue is kernels/cuda/linear_mx_cuda.cpp.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,26 @@ struct LinearMxGemv {
   const float* bias = nullptr;      // [n] or null
   void* y = nullptr;                // [m, n] in xt
 };
+
+/// The most rows of x the tensor-core GEMV takes.
+constexpr int64_t kLinearMxMmaMaxRows = 16;
+
+/// Each code's value in x's 16-bit type (bf16 or fp16; exact, else the tensor-core GEMV does not
+/// run): byte codes: code i's value in the low half of v[i]; 4-bit codes: byte i's low and high
+/// nibbles' values in the low and high halves of v[i].
+struct MxHalfTable {
+  uint32_t v[256];
+};
+
+/// Whether the tensor-core GEMV takes `a`: bf16 / fp16 x, 1..kLinearMxMmaMaxRows rows, byte codes
+/// or 4-bit codes packed two to a byte, K and the block a whole number of 32-code spans, codes 8-
+/// (4-) byte aligned and x 16-byte aligned.
+bool linearMxMmaTakes(const LinearMxGemv& a);
+
+/// y = x @ (value(code) * 2^(scale - 127))^T + bias: exact products of codes and x summed in fp32 by
+/// mma, each 32-code span's sum scaled by its block's power of two (as linearMxGemv scales its
+/// chunks), the splits of K added in a fixed order; rounded once to x's dtype.
+cudaError_t linearMxMma(const LinearMxGemv& a, const MxHalfTable& table, cudaStream_t stream);
 
 /// Whether the GEMV takes `a`: 1..kLinearMxGemvMaxRows rows, codes of at most 8 bits, k a whole
 /// number of 16-byte code chunks (12-byte for 6-bit codes) each inside one block, and the code,

@@ -69,21 +69,6 @@ __device__ __forceinline__ void shared16(const uint8_t* p, uint32_t* w) {
   w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
 }
 
-template <FloatType T>
-__device__ __forceinline__ void mmaF16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (T == FloatType::kBF16) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
 // NTB: 8-column tiles of x whose mmas interleave (independent accumulators back to back).
 template <int BITS, FloatType T, bool GROUPED, bool ZP, int NTB>
 __global__ void __launch_bounds__(kThreads, 2) woqGemm(WoqGemv a, int chunks, int spans) {
@@ -216,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, 2) woqGemm(WoqGemv a, int chunks, in
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
 #pragma unroll
-          for (int q = 0; q < NTB; ++q) mmaF16<T>(acc[nt0 + q], fa[j], xw[q][2 * j], xw[q][2 * j + 1]);
+          for (int q = 0; q < NTB; ++q) mma::mma16816<T == FloatType::kBF16>(acc[nt0 + q], fa[j], xw[q][2 * j], xw[q][2 * j + 1]);
         }
       }
     }

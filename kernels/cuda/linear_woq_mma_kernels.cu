@@ -66,10 +66,7 @@ struct Mma<FloatType::kBF16> {
     static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
   }
   static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    mma::mma16816<true>(c, a, b0, b1);
   }
 };
 template <>
@@ -96,10 +93,7 @@ struct Mma<FloatType::kF16> {
     static_cast<__half*>(p)[i] = __float2half_rn(v);
   }
   static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    mma::mma16816<false>(c, a, b0, b1);
   }
 };
 
@@ -126,13 +120,10 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
   constexpr int KPC = BITS == 8 ? 16 : 32;                          // k per chunk
   constexpr int SPAN_K = CHUNKS * KPC;
   __shared__ float part[kWarps][16][NT * 8];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane >> 2, t = lane & 3;
-  const int64_t tiles = (a.n + 15) / 16;
-  const int64_t tile = static_cast<int64_t>(blockIdx.x) * (kWarps / splits) + warp / splits;
-  const int sp = warp % splits;
   // blockIdx.y: which 16 rows of x (more than 16 rows re-read the weight tile, mostly from L2)
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * 16, m = min(a.m - m0, int64_t(16));
+  const mma::TileLane at(a.n, a.m, splits);
+  const int g = at.g, t = at.t, sp = at.sp;
+  const int64_t tiles = at.tiles, tile = at.tile, m0 = at.m0, m = at.m;
   float acc[NT][4];
   float xsum[NT];  // per channel with zero points: this lane's share of sum x for token g + 8 nt
 #pragma unroll

@@ -129,6 +129,40 @@ inline dim3 gridFor(int64_t n, int64_t m, int splits) {
   return dim3(static_cast<unsigned>((tiles + per_block - 1) / per_block), static_cast<unsigned>((m + 15) / 16));
 }
 
+// mma.m16n8k16 with fp32 accumulators on bf16 (BF16) or fp16 operands: c += a b.
+template <bool BF16>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (BF16) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Where a thread of a tensor-core GEMV block is: its warp and lane, the lane's row group g and
+// column pair t in the mma fragments, the warp's 16-row weight tile and its split of K (blocks of
+// kWarps / splits tiles), and the block's 16-row slice of x (m0, m rows of it).
+struct TileLane {
+  int warp, lane, g, t, sp;
+  int64_t tiles, tile, m0, m;
+  __device__ __forceinline__ TileLane(int64_t n, int64_t rows, int splits)
+      : warp(threadIdx.x / 32),
+        lane(threadIdx.x % 32),
+        g(lane >> 2),
+        t(lane & 3),
+        sp(warp % splits),
+        tiles((n + 15) / 16),
+        tile(static_cast<int64_t>(blockIdx.x) * (kWarps / splits) + warp / splits),
+        m0(static_cast<int64_t>(blockIdx.y) * 16),
+        m(min(rows - m0, int64_t(16))) {}
+};
+
 // This lane's 4 values of a per-lane quantity summed over the 4 lanes of its row (t = 0..3), then
 // fetched for the C fragment's two columns 2t and 2t + 1.
 __device__ __forceinline__ void columnSums(float own, int t, float& s0, float& s1) {
