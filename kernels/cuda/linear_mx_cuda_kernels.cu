@@ -215,7 +215,8 @@ bool aligned(const void* p, uintptr_t to) { return reinterpret_cast<uintptr_t>(p
 
 bool linearMxGemvTakes(const LinearMxGemv& a) {
   const int cpc = chunkCodes(a.packing);
-  if (cpc == 0 || a.m < 1 || a.m > kLinearMxGemvMaxRows || a.n < 1 || a.k % cpc != 0 || a.block % cpc != 0) {
+  if (cpc == 0 || a.m < 1 || a.m > kLinearMxGemvMaxRows || a.n < 1 || a.k < 1 || a.block < 1 || a.k % cpc != 0 ||
+      a.block % cpc != 0) {
     return false;
   }
   if (a.k / cpc > INT32_MAX || a.row_bytes != a.k * a.packing.bits / 8) return false;

@@ -14,8 +14,9 @@
 
 namespace pt2q::cuda {
 
-/// The most rows of x the GEMV takes (more: dequantize + cuBLAS). It reloads x per weight row, so
-/// its time grows with the rows: on the H100 at 16 rows it was 0.8-1.2x the dequantize path.
+/// The most rows of x the CUDA-core GEMV takes (more: the tensor-core GEMV or dequantize + cuBLAS).
+/// It reloads x per weight row, so its time grows with the rows: on the H100 at 16 rows it was
+/// 0.84-2.14x the dequantize path's speed (MXFP4 slower than it on the wide shapes).
 constexpr int64_t kLinearMxGemvMaxRows = 8;
 
 struct LinearMxGemv {
@@ -53,8 +54,8 @@ bool linearMxMmaTakes(const LinearMxGemv& a);
 cudaError_t linearMxMma(const LinearMxGemv& a, const MxHalfTable& table, cudaStream_t stream);
 
 /// Whether the GEMV takes `a`: 1..kLinearMxGemvMaxRows rows, codes of at most 8 bits, k a whole
-/// number of 16-byte code chunks (12-byte for 6-bit codes) each inside one block, and the code,
-/// x and scale pointers aligned for those loads.
+/// number of 16-byte code chunks (12-byte for 6-bit codes) each inside one block, and the code
+/// and x pointers aligned for those loads.
 bool linearMxGemvTakes(const LinearMxGemv& a);
 
 /// y = x @ (table[code] * 2^(scale - 127))^T + bias in fp32, in a fixed order (deterministic): the

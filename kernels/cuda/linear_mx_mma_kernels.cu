@@ -182,7 +182,8 @@ bool linearMxMmaTakes(const LinearMxGemv& a) {
   const bool bytes = a.packing.bits == 8 && a.packing.per_group == 1;
   const bool nibbles = a.packing.bits == 4 && a.packing.per_group == 2 && a.packing.group_bytes == 1;
   if (!(bytes || nibbles) || (a.xt != FloatType::kBF16 && a.xt != FloatType::kF16)) return false;
-  if (a.m < 1 || a.m > kLinearMxMmaMaxRows || a.n < 1 || a.k % kSpanCodes != 0 || a.block % kSpanCodes != 0) {
+  if (a.m < 1 || a.m > kLinearMxMmaMaxRows || a.n < 1 || a.k < 1 || a.block < 1 || a.k % kSpanCodes != 0 ||
+      a.block % kSpanCodes != 0) {
     return false;
   }
   if (a.k / kSpanCodes > INT32_MAX || a.row_bytes != a.k * a.packing.bits / 8) return false;
