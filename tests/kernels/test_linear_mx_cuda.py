@@ -1,6 +1,6 @@
-"""pt2q.linear_mx on CUDA (the decode GEMVs: tensor cores up to 16 rows of bf16 / fp16 x, CUDA
-cores up to 8; else mx_dequantize's CUDA kernel and an fp32 matmul; x through mx_fake_quantize's
-CUDA kernel) against the CPU reference on the same
+"""pt2q.linear_mx on CUDA (the decode GEMVs: CUDA cores for one row, tensor cores for 2 to 16
+rows of bf16 / fp16 x, CUDA cores up to 8 rows otherwise; else mx_dequantize's CUDA kernel and an
+fp32 matmul; x through mx_fake_quantize's CUDA kernel) against the CPU reference on the same
 inputs, within the bound of fp32 summation in any order: every weight format, ragged K, block
 sizes, input formats, bias, bf16 / fp16 x, NaN blocks, extreme scales, unaligned storage;
 deterministic; which path ran; opcheck. Runs on the GPU machine; skipped elsewhere."""
