@@ -3,6 +3,9 @@
 // free of torch, so this lives apart from them.
 #pragma once
 
+#include <cstdint>
+#include <cstdlib>
+
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 #include <cuda_runtime.h>
@@ -23,6 +26,13 @@ inline FloatType floatTypeOf(c10::ScalarType t) {
 
 inline Domain domainOf(ZeroPointDomain d) {
   return d == ZeroPointDomain::kFloat ? Domain::kFloat : d == ZeroPointDomain::kNone ? Domain::kNone : Domain::kInt;
+}
+
+/// A number from the environment, `fallback` when unset or empty: the benchmarks' switches (read
+/// per call, so that one process can time both sides).
+inline int64_t envOr(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
 }
 
 /// Raises, naming `op`, when a kernel could not be queued.

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -71,9 +70,8 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
                                                              input_scale_mode, input_flush_fp32_subnorms, std::nullopt)
                                         : input;
   const c10::optional<at::Tensor> b = bias.has_value() ? c10::optional<at::Tensor>(bias->to(at::kFloat)) : c10::nullopt;
-  const char* gemv_env = std::getenv("PT2Q_CUDA_LINEAR_MX_GEMV");
   const int64_t gemv_rows = x.scalar_type() == at::kFloat ? cuda::kLinearMxGemvMaxRows : cuda::kLinearMxMmaMaxRows;
-  if (a.m >= 1 && a.m <= gemv_rows && !(gemv_env != nullptr && std::atoi(gemv_env) == 0)) {
+  if (a.m >= 1 && a.m <= gemv_rows && cuda::envOr("PT2Q_CUDA_LINEAR_MX_GEMV", 1) != 0) {
     const at::Tensor xr = x.reshape({a.m, a.k}).contiguous();
     const at::Tensor codes = weight_codes.contiguous(), scales = weight_scales.contiguous();
     const at::Tensor bf = b.has_value() ? b->contiguous() : at::Tensor();
@@ -94,12 +92,11 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
     g.y = y.data_ptr();
     const std::array<float, 256> t = mx::codeTable(a.weight_format, a.layout);
     cuda::MxHalfTable half;
-    const char* mma_env = std::getenv("PT2Q_CUDA_LINEAR_MX_MMA");
     // One row: the CUDA-core GEMV where it applies (on the H100 the tensor-core one ran 0.75-1.0x
     // its speed there, and 2.0-4.0x it at 8 rows).
     const bool one_row_gemv = a.m == 1 && cuda::linearMxGemvTakes(g);
     if (!one_row_gemv && cuda::linearMxMmaTakes(g) && halfTable(t, g.packing.bits, x.scalar_type(), half) &&
-        !(mma_env != nullptr && std::atoi(mma_env) == 0)) {
+        cuda::envOr("PT2Q_CUDA_LINEAR_MX_MMA", 1) != 0) {
       cuda::checkLaunch(cuda::linearMxMma(g, half, at::cuda::getCurrentCUDAStream()), "linear_mx");
       return y.reshape(linearOutputShape(input.sizes(), a.n));
     }

@@ -8,21 +8,14 @@
 // subnormal; here the power of two meets the sum instead). The lanes' sums are added by a fixed
 // butterfly, so the result does not depend on timing. Per code: a shift and a mask that give the
 // table offset, the table load and the fma (and for bf16 / fp16 x the widening of x).
+#include "kernels/cuda/aligned.h"
 #include "kernels/cuda/linear_mx_cuda_kernels.h"
+#include "kernels/cuda/mx_numerics.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <cmath>
-#include <cstring>
-
 namespace pt2q::cuda {
-namespace mxg {
-#define PT2Q_NUMERIC __host__ __device__ __forceinline__
-#include "kernels/cpu/simd/float_bits.h"
-#include "kernels/mx/mx_numerics.h"
-}  // namespace mxg
-
 namespace {
 
 constexpr int kWarps = 8;
@@ -146,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) linearMxGemvKernel(LinearMxGemv a, M
     for (int u = 0; u < kUnroll; ++u) {
       const int c = c0 + 32 * u;
       if (c >= chunks) break;
-      const float s = mxg::scaleValue(sb[u]);  // NaN for 255: NaN through the whole column
+      const float s = mxd::scaleValue(sb[u]);  // NaN for 255: NaN through the whole column
       float v[C::kCodes];
 #pragma unroll
       for (int i = 0; i < C::kCodes; ++i) {
@@ -208,8 +201,6 @@ int chunkCodes(const MxPacking& p) {
   if (p.bits == 2 && p.per_group == 4 && p.group_bytes == 1) return Chunk<2>::kCodes;
   return 0;
 }
-
-bool aligned(const void* p, uintptr_t to) { return reinterpret_cast<uintptr_t>(p) % to == 0; }
 
 }  // namespace
 

@@ -16,19 +16,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <cmath>
-#include <cstring>
-
+#include "kernels/cuda/aligned.h"
 #include "kernels/cuda/linear_mx_cuda_kernels.h"
 #include "kernels/cuda/mma_tiles.cuh"
+#include "kernels/cuda/mx_numerics.cuh"
 
 namespace pt2q::cuda {
-namespace mxt {
-#define PT2Q_NUMERIC __host__ __device__ __forceinline__
-#include "kernels/cpu/simd/float_bits.h"
-#include "kernels/mx/mx_numerics.h"
-}  // namespace mxt
-
 namespace {
 
 using mma::kThreads;
@@ -131,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, 2) linearMxMmaKernel(LinearMxGemv a,
             mma::mma16816<T == FloatType::kBF16>(d[nt], fa, xw[2 * j], xw[2 * j + 1]);
           }
         }
-        const float s0 = mxt::scaleValue(sb[u][0]), s1 = mxt::scaleValue(sb[u][1]);  // NaN for 255
+        const float s0 = mxd::scaleValue(sb[u][0]), s1 = mxd::scaleValue(sb[u][1]);  // NaN for 255
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           acc[nt][0] = fmaf(d[nt][0], s0, acc[nt][0]);
@@ -173,8 +166,6 @@ cudaError_t byType(const LinearMxGemv& a, const MxHalfTable& table, cudaStream_t
   return a.xt == FloatType::kBF16 ? launch<BITS, FloatType::kBF16>(a, table, stream)
                                   : launch<BITS, FloatType::kF16>(a, table, stream);
 }
-
-bool aligned(const void* p, uintptr_t to) { return reinterpret_cast<uintptr_t>(p) % to == 0; }
 
 }  // namespace
 

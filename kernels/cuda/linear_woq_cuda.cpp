@@ -4,8 +4,6 @@
 // (linear_woq_gemm_kernels.cu, Hopper and up), else the weight dequantized in x's dtype
 // (pack_cuda_kernels.cu) for cuBLAS; a K that is not a multiple of the chunk, or x that is not
 // 16-byte aligned, take the reference path (dequantize in fp32, then cuBLAS).
-#include <cstdlib>
-
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -19,13 +17,6 @@ namespace pt2q {
 namespace {
 
 constexpr int64_t kGemvBelowRows = 64;  // bf16 / fp16 x: the GEMV below this many rows
-
-// A number from the environment, `fallback` when unset: the benchmarks' switches (read per call,
-// so that one process can time both sides).
-int64_t envOr(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
-}
 
 template <int BITS>
 at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
@@ -60,15 +51,15 @@ at::Tensor linearWeightOnlyCuda(const at::Tensor& input, const at::Tensor& packe
     // The bias in x's dtype, as F.linear adds it.
     const c10::optional<at::Tensor> b =
         bias.has_value() ? c10::optional<at::Tensor>(bias->to(input.scalar_type())) : c10::nullopt;
-    if (wide && g.m <= envOr("PT2Q_CUDA_WOQ_GEMM_MAX_ROWS", cuda::kWoqGemmMaxRows) &&
+    if (wide && g.m <= cuda::envOr("PT2Q_CUDA_WOQ_GEMM_MAX_ROWS", cuda::kWoqGemmMaxRows) &&
         cuda::linearWeightOnlyGemmTakes(a, props->major)) {
       const at::Tensor bf = b.has_value() ? b->to(at::kFloat).contiguous() : at::Tensor();
       at::Tensor y = at::empty({g.m, g.n}, input.options());
       a.bias = bf.defined() ? bf.const_data_ptr<float>() : nullptr;
       a.y = y.data_ptr();
       // wgmma on the H100; PT2Q_CUDA_WOQ_WGMMA=0 keeps the mma.sync GEMM (the benchmark's A/B)
-      const bool wg = envOr("PT2Q_CUDA_WOQ_WGMMA", 1) != 0 && cuda::linearWeightOnlyWgmmaTakes(a);
-      const int64_t splits = envOr("PT2Q_CUDA_WOQ_SPLITS", wg ? cuda::linearWeightOnlyWgmmaSplits(a)
+      const bool wg = cuda::envOr("PT2Q_CUDA_WOQ_WGMMA", 1) != 0 && cuda::linearWeightOnlyWgmmaTakes(a);
+      const int64_t splits = cuda::envOr("PT2Q_CUDA_WOQ_SPLITS", wg ? cuda::linearWeightOnlyWgmmaSplits(a)
                                                                  : cuda::linearWeightOnlyGemmSplits(a));
       TORCH_CHECK(splits >= 1 && splits <= 8, op, ": PT2Q_CUDA_WOQ_SPLITS (blocks that split K) must be 1 to 8, got ",
                   splits);

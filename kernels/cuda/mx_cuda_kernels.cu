@@ -10,6 +10,7 @@
 //   the block's elements twice (max, then values); neighbouring threads read neighbouring inner
 //   indices, so strided blocks stay coalesced.
 #include "kernels/cuda/mx_cuda_kernels.h"
+#include "kernels/cuda/mx_numerics.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,12 +20,6 @@
 #include <initializer_list>
 
 namespace pt2q::cuda {
-namespace mxd {
-#define PT2Q_NUMERIC __host__ __device__ __forceinline__
-#include "kernels/cpu/simd/float_bits.h"
-#include "kernels/mx/mx_numerics.h"
-#undef PT2Q_NUMERIC
-}  // namespace mxd
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include "kernels/cuda/pack_cuda_kernels.h"
 
 #include "kernels/cuda/affine_cuda_math.cuh"
+#include "kernels/cuda/aligned.h"
 
 #include <algorithm>
 #include <climits>
@@ -175,8 +176,6 @@ cudaError_t dequantByType(const int8_t* packed, int64_t n, int64_t k, int64_t gr
   }
   return cudaGetLastError();
 }
-
-bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 }  // namespace
 
