@@ -1,9 +1,12 @@
-"""MX-weight linear on CUDA (decode): pt2q.linear_mx with MXINT8, MXFP8-E4M3, MXFP6-E2M3 and MXFP4
-weights (block 32, mx_quantize's storage) and bf16 x, the decode GEMVs (tensor cores for byte and
-4-bit codes, CUDA cores for the others; the CUDA-core one also for byte / 4-bit codes with
-PT2Q_CUDA_LINEAR_MX_MMA=0) against the path they replaced (mx_dequantize to fp32, then the fp32
-matmul; PT2Q_CUDA_LINEAR_MX_GEMV=0) and against bf16 F.linear, in the same run, on the issue's
-shapes.
+"""MX-weight linear on CUDA: pt2q.linear_mx with MXINT8, MXFP8-E4M3, MXFP6-E2M3 and MXFP4 weights
+(block 32, mx_quantize's storage) and bf16 x. Decode (up to 16 rows): the GEMVs (tensor cores for
+byte and 4-bit codes, CUDA cores for the others; the CUDA-core one also for byte / 4-bit codes with
+PT2Q_CUDA_LINEAR_MX_MMA=0). More rows: the wgmma GEMM (byte and 4-bit codes, up to 256 rows or
+PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS; byte codes also with their table decode,
+PT2Q_CUDA_LINEAR_MX_TABLE=1) and the weight dequantized to bf16 for cuBLAS
+(PT2Q_CUDA_LINEAR_MX_GEMM=0). All against the path they replaced (mx_dequantize to fp32, then the
+fp32 matmul; PT2Q_CUDA_LINEAR_MX_GEMV=0) and against bf16 F.linear, in the same run, on the
+issue's shapes.
 
 Timing as bench_linear_woq_cuda.py: each case a CUDA graph of 64 calls cycling through enough
 weight copies to exceed the L2, median replay / 64; "% BW": codes + scales + x + y over the time,
@@ -29,6 +32,9 @@ FORMATS = ["int8", "fp8_e4m3", "fp6_e2m3", "fp4_e2m1"]
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--m", default="1,8,16", help="rows of x, comma-separated")
+    ap.add_argument("--no-old", action="store_true", help="leave out the dequantize + fp32 matmul path")
+    ap.add_argument("--gemm-max-rows", type=int, default=256,
+                    help="PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS for the GEMM's cases past 16 rows")
     args = ap.parse_args()
     m_list = [int(v) for v in args.m.split(",")]
     bw0 = copy_probe()
@@ -49,8 +55,21 @@ def main():
             for fmt in FORMATS:
                 st, nbytes = stores[fmt]
                 run = lambda i, st=st, fmt=fmt: P.linear_mx(x, *st[i % len(st)], fmt)  # noqa: E731
-                cases.append((f"linear_mx {fmt} (dequantize + fp32 matmul)",
-                              with_env(run, PT2Q_CUDA_LINEAR_MX_GEMV=0), nbytes + io))
+                if not args.no_old and m <= 256:  # the fp32 matmul takes ms past that
+                    cases.append((f"linear_mx {fmt} (dequantize + fp32 matmul)",
+                                  with_env(run, PT2Q_CUDA_LINEAR_MX_GEMV=0), nbytes + io))
+                if m > 16:
+                    if fmt != "fp6_e2m3":
+                        cases.append((f"linear_mx {fmt} (wgmma GEMM)",
+                                      with_env(run, PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS=args.gemm_max_rows),
+                                      nbytes + io))
+                    if fmt in ("int8", "fp8_e4m3"):
+                        cases.append((f"linear_mx {fmt} (wgmma GEMM, table decode)",
+                                      with_env(run, PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS=args.gemm_max_rows,
+                                               PT2Q_CUDA_LINEAR_MX_TABLE=1), nbytes + io))
+                    cases.append((f"linear_mx {fmt} (dequantize bf16 + cuBLAS)",
+                                  with_env(run, PT2Q_CUDA_LINEAR_MX_GEMM=0), nbytes + io))
+                    continue
                 cases.append((f"linear_mx {fmt} (GEMV)", run, nbytes + io))
                 if fmt != "fp6_e2m3" and m <= 8:
                     cases.append((f"linear_mx {fmt} (CUDA-core GEMV)", with_env(run, PT2Q_CUDA_LINEAR_MX_MMA=0),

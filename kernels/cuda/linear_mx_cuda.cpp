@@ -2,12 +2,18 @@
 // format is given. For decode, a GEMV decodes the weight's codes in registers
 // (linear_mx_cuda_kernels.h): on tensor cores for 2 to kLinearMxMmaMaxRows rows of bf16 / fp16 x
 // (byte and 4-bit codes whose values are exact in x's type), else on CUDA cores up to
-// kLinearMxGemvMaxRows rows; both sum in fp32 in their own fixed order. Otherwise, and for layouts
-// neither reads (ragged chunks, codes wider than 8 bits, unaligned storage), the weight is
-// dequantized by mx_dequantize's CUDA kernel and the reference's fp32 matmul runs: the
-// reference's result bit for bit, but the whole fp32 weight is written every call.
-// PT2Q_CUDA_LINEAR_MX_GEMV=0 keeps that path for every call, PT2Q_CUDA_LINEAR_MX_MMA=0 the
-// CUDA-core GEMV where it applies (the benchmark's A/B).
+// kLinearMxGemvMaxRows rows; both sum in fp32 in their own fixed order. More rows of bf16 x: the
+// wgmma GEMM on Hopper up to linearMxWgmmaMaxRows rows (byte and 4-bit codes), else the weight
+// dequantized to bf16 (exact for codes of at most 8 bits) for cuBLAS's bf16 GEMM, as the CPU runs
+// bf16 x from 12 rows. Otherwise, and for layouts none of them reads (ragged chunks, codes wider
+// than 8 bits, unaligned storage), the weight is dequantized by mx_dequantize's CUDA kernel and
+// the reference's fp32 matmul runs: the reference's result bit for bit, but the whole fp32 weight
+// is written every call.
+// The benchmark's A/B switches: PT2Q_CUDA_LINEAR_MX_GEMV=0 keeps that last path for every call,
+// PT2Q_CUDA_LINEAR_MX_MMA=0 the CUDA-core GEMV where it applies, PT2Q_CUDA_LINEAR_MX_GEMM=0 the
+// bf16 dequantize path instead of the GEMM; PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS moves the GEMM's
+// upper bound, PT2Q_CUDA_LINEAR_MX_SPLITS (1 to 8) forces its split of K and
+// PT2Q_CUDA_LINEAR_MX_TABLE=1 has it decode byte codes by their table.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -71,7 +77,8 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
                                         : input;
   const c10::optional<at::Tensor> b = bias.has_value() ? c10::optional<at::Tensor>(bias->to(at::kFloat)) : c10::nullopt;
   const int64_t gemv_rows = x.scalar_type() == at::kFloat ? cuda::kLinearMxGemvMaxRows : cuda::kLinearMxMmaMaxRows;
-  if (a.m >= 1 && a.m <= gemv_rows && cuda::envOr("PT2Q_CUDA_LINEAR_MX_GEMV", 1) != 0) {
+  const bool bf16 = x.scalar_type() == at::kBFloat16;
+  if (a.m >= 1 && (a.m <= gemv_rows || bf16) && cuda::envOr("PT2Q_CUDA_LINEAR_MX_GEMV", 1) != 0) {
     const at::Tensor xr = x.reshape({a.m, a.k}).contiguous();
     const at::Tensor codes = weight_codes.contiguous(), scales = weight_scales.contiguous();
     const at::Tensor bf = b.has_value() ? b->contiguous() : at::Tensor();
@@ -92,19 +99,44 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
     g.y = y.data_ptr();
     const std::array<float, 256> t = mx::codeTable(a.weight_format, a.layout);
     cuda::MxHalfTable half;
-    // One row: the CUDA-core GEMV where it applies (on the H100 the tensor-core one ran 0.75-1.0x
-    // its speed there, and 2.0-4.0x it at 8 rows).
-    const bool one_row_gemv = a.m == 1 && cuda::linearMxGemvTakes(g);
-    if (!one_row_gemv && cuda::linearMxMmaTakes(g) && halfTable(t, g.packing.bits, x.scalar_type(), half) &&
-        cuda::envOr("PT2Q_CUDA_LINEAR_MX_MMA", 1) != 0) {
-      cuda::checkLaunch(cuda::linearMxMma(g, half, at::cuda::getCurrentCUDAStream()), "linear_mx");
-      return y.reshape(linearOutputShape(input.sizes(), a.n));
-    }
-    if (cuda::linearMxGemvTakes(g)) {
-      cuda::MxCodeTable table;
-      std::copy(t.begin(), t.end(), table.v);
-      cuda::checkLaunch(cuda::linearMxGemv(g, table, at::cuda::getCurrentCUDAStream()), "linear_mx");
-      return y.reshape(linearOutputShape(input.sizes(), a.n));
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (a.m > gemv_rows) {
+      if (a.m <= cuda::envOr("PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS", cuda::linearMxWgmmaMaxRows(a.n)) &&
+          cuda::envOr("PT2Q_CUDA_LINEAR_MX_GEMM", 1) != 0 && cuda::linearMxWgmmaTakes(g) &&
+          halfTable(t, g.packing.bits, x.scalar_type(), half)) {
+        const int64_t splits = cuda::envOr("PT2Q_CUDA_LINEAR_MX_SPLITS",
+                                           cuda::linearMxWgmmaSplits(g, at::cuda::getCurrentDeviceProperties()->multiProcessorCount));
+        TORCH_CHECK(splits >= 1 && splits <= 8,
+                    "linear_mx: PT2Q_CUDA_LINEAR_MX_SPLITS (blocks that split K) must be 1 to 8, got ", splits);
+        // PT2Q_CUDA_LINEAR_MX_TABLE=1: byte codes by the table, for the benchmark's A/B
+        const cuda::MxDecode decode = g.packing.bits == 8 && cuda::envOr("PT2Q_CUDA_LINEAR_MX_TABLE", 0) == 0
+                                          ? cuda::mxByteDecode(t.data())
+                                          : cuda::MxDecode::kTable;
+        cuda::checkLaunch(cuda::linearMxWgmma(g, half, decode, static_cast<int>(splits), stream), "linear_mx");
+        return y.reshape(linearOutputShape(input.sizes(), a.n));
+      }
+      // Every value of a code of at most 8 bits times a power of two is a bf16 (but below 2^-126):
+      // cuBLAS's bf16 GEMM sums in fp32 and rounds once, and a bf16 bias joins before that.
+      if (a.layout.bits <= 8 && (!bias.has_value() || bias->scalar_type() == at::kBFloat16)) {
+        const at::Tensor w =
+            dequantize.call(weight_codes, weight_scales, weight_format, block_size, -1, a.k, at::kBFloat16);
+        return at::linear(x, w, bias);
+      }
+    } else {
+      // One row: the CUDA-core GEMV where it applies (on the H100 the tensor-core one ran 0.75-1.0x
+      // its speed there, and 2.0-4.0x it at 8 rows).
+      const bool one_row_gemv = a.m == 1 && cuda::linearMxGemvTakes(g);
+      if (!one_row_gemv && cuda::linearMxMmaTakes(g) && halfTable(t, g.packing.bits, x.scalar_type(), half) &&
+          cuda::envOr("PT2Q_CUDA_LINEAR_MX_MMA", 1) != 0) {
+        cuda::checkLaunch(cuda::linearMxMma(g, half, stream), "linear_mx");
+        return y.reshape(linearOutputShape(input.sizes(), a.n));
+      }
+      if (cuda::linearMxGemvTakes(g)) {
+        cuda::MxCodeTable table;
+        std::copy(t.begin(), t.end(), table.v);
+        cuda::checkLaunch(cuda::linearMxGemv(g, table, stream), "linear_mx");
+        return y.reshape(linearOutputShape(input.sizes(), a.n));
+      }
     }
   }
   const at::Tensor w = dequantize.call(weight_codes, weight_scales, weight_format, block_size, -1, a.k, at::kFloat);

@@ -190,18 +190,6 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     };
-    // One k16 step's wgmma on the stage's x (descriptor d), then the wait for the previous one.
-    auto issue = [&](int kk, uint64_t d) {
-      wgmma::pin(acc);
-      wgmma::fence();
-      wgmma::wgmmaF16RegN128<T == FloatType::kF16>(acc, fa[kk % 2], d, 1);
-      wgmma::commit();
-      // The previous wgmma is done: its A registers may be rewritten.
-      wgmma::wait<1>();
-      wgmma::pin(acc);
-      // Keeps the previous step's A registers live (unreused) until here, where its wgmma is done.
-      wgmma::pin(fa[(kk + 1) % 2]);
-    };
 
     for (int i = 0; i < count; ++i) {
       const int s = i % kStages;
@@ -209,10 +197,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         // The previous stage's wgmmas are all done (one drain a stage: ptxas serializes every
         // wgmma (C7513) where the refill below sits among wgmmas in flight), so its buffer may
         // take stage j + kStages once the other warpgroup is done with it too.
-        wgmma::wait<0>();
-        wgmma::pin(acc);
-        wgmma::pin(fa[0]);
-        wgmma::pin(fa[1]);
+        wgmma::drainRegA(acc, fa);
         const int j = i - 1;
         wgmma::arrive(&empty[j % kStages]);
         if (tid < 32 && j + kStages < count) {
@@ -247,7 +232,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int kk = 0; kk < kStageK / 16; ++kk) {
           decode(fa[kk % 2], lo, hi, BITS == 8 ? kk : kk / 2, BITS == 8 ? 0 : kk % 2, true);
-          issue(kk, desc + 2 * kk);
+          wgmma::stepRegA<T == FloatType::kF16>(acc, fa, kk, desc + 2 * kk);
         }
       } else {
 #pragma unroll
@@ -257,27 +242,16 @@ __global__ void __launch_bounds__(kThreads, 2)
             left -= 16;
           }
           decode(fa[kk % 2], lo, hi, BITS == 8 ? kk : kk / 2, BITS == 8 ? 0 : kk % 2, gs[0].fast && gs[1].fast);
-          issue(kk, desc + 2 * kk);
+          wgmma::stepRegA<T == FloatType::kF16>(acc, fa, kk, desc + 2 * kk);
         }
       }
     }
-    wgmma::wait<0>();
-    wgmma::pin(acc);
-    wgmma::pin(fa[0]);
-    wgmma::pin(fa[1]);
+    wgmma::drainRegA(acc, fa);
   }
   __syncthreads();  // every copy has landed and been read: the stages may hold the sums
 
-  // Accumulator 4i + 2h + j of a thread: weight row 16 warp + g + 8h of its warpgroup's 64, row
-  // of x 8i + 2t + j.
   float* part = reinterpret_cast<float*>(smem);
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      part[(8 * i + 2 * t + (e & 1)) * kPartStride + wg * 64 + warp * 16 + g + 8 * (e >> 1)] = acc[4 * i + e];
-    }
-  }
+  wgmma::stageSums<kPartStride>(part, acc, wg, warp, g, t);
   cluster.sync();
   woq::finishRows<T, kTokens, kPartStride>(cluster, part, a, m0, blk0 * 4, tid / 32, 8, lane);
   cluster.sync();  // no block leaves while another still reads its shared memory
@@ -290,16 +264,11 @@ bool encodeMaps(const WoqGemv& a, int block_bytes, CUtensorMap* xmap, CUtensorMa
   const wgmma::EncodeTiled encode = wgmma::encodeTiled();
   if (encode == nullptr) return false;
   const cuuint32_t ones[2] = {1, 1};
-  const cuuint64_t xdim[2] = {static_cast<cuuint64_t>(a.k), static_cast<cuuint64_t>(a.m)};
-  const cuuint64_t xstride[1] = {static_cast<cuuint64_t>(a.k) * 2};
-  const cuuint32_t xbox[2] = {kStageK, kTokens};
   const int64_t chunk_bytes = a.k / (a.bits == 8 ? 16 : 32) * 64;
   const cuuint64_t wdim[2] = {static_cast<cuuint64_t>(chunk_bytes), static_cast<cuuint64_t>((a.n + 3) / 4)};
   const cuuint64_t wstride[1] = {static_cast<cuuint64_t>(chunk_bytes)};
   const cuuint32_t wbox[2] = {static_cast<cuuint32_t>(block_bytes), kRows / 4};
-  return encode(xmap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(a.x), xdim, xstride, xbox, ones,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS &&
+  return wgmma::encodeHalfRows(encode, xmap, a.x, a.k, a.m, kStageK, kTokens) &&
          encode(wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(a.packed), wdim, wstride, wbox, ones,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -342,15 +311,9 @@ bool linearWeightOnlyWgmmaTakes(const WoqGemv& a) {
 }
 
 int linearWeightOnlyWgmmaSplits(const WoqGemv& a) {
-  // Swept on the H100 at 128 rows of x (splits 1, 2, 4, 8; W4A16 g128 and W8A16, the four benchmark
-  // shapes): the best kept 16 stages of K or more a split and at most about 1.5 waves of blocks (two
-  // per multiprocessor): 4 for 32 tiles at K = 4096 and for 86 tiles, 8 for 32 tiles at K = 11008,
-  // 2 for 112 tiles (4 was 12 % slower there).
   const int64_t stages = (a.k + kStageK - 1) / kStageK;
   const int64_t tiles = ((a.m + kTokens - 1) / kTokens) * ((a.n + kRows - 1) / kRows);
-  int splits = 1;
-  while (splits < kMaxSplits && stages >= 32 * splits && tiles * splits * 2 <= 3 * int64_t(a.sm_count)) splits *= 2;
-  return splits;
+  return woq::clusterSplits(stages, tiles, a.sm_count, kMaxSplits);
 }
 
 cudaError_t linearWeightOnlyWgmma(const WoqGemv& a, int splits, cudaStream_t stream) {

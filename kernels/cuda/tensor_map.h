@@ -47,4 +47,17 @@ bool runsHere() {
   return loadable && major == 9 && minor == 0;
 }
 
+// x [m, k] of 16-bit floats as wgmma's K-major B tiles: boxes of box_k values x box_rows rows,
+// 128-byte swizzled, zeros out of bounds.
+inline bool encodeHalfRows(EncodeTiled encode, CUtensorMap* map, const void* x, int64_t k, int64_t m, uint32_t box_k,
+                           uint32_t box_rows) {
+  const cuuint32_t ones[2] = {1, 1};
+  const cuuint64_t dim[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
+  const cuuint64_t stride[1] = {static_cast<cuuint64_t>(k) * 2};
+  const cuuint32_t box[2] = {box_k, box_rows};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(x), dim, stride, box, ones,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 }  // namespace pt2q::cuda::wgmma

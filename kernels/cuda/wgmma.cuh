@@ -196,4 +196,42 @@ __device__ __forceinline__ void wgmmaF16RegN128(float (&d)[64], const uint32_t (
 #undef PT2Q_WGMMA_F16_REG_N128
 }
 
+// One k16 step of a GEMM whose A comes from registers double-buffered in fa (the weight-only and
+// MX GEMMs): the wgmma of fa[kk % 2] on B descriptor d, then the wait for the previous step's, whose
+// A registers may be rewritten after this. The pins keep the compiler from moving accumulator
+// accesses across the asynchronous wgmma, and the previous A registers live (unreused) until it is
+// done.
+template <bool F16>
+__device__ __forceinline__ void stepRegA(float (&acc)[64], uint32_t (&fa)[2][4], int kk, uint64_t d) {
+  pin(acc);
+  fence();
+  wgmmaF16RegN128<F16>(acc, fa[kk % 2], d, 1);
+  commit();
+  wait<1>();
+  pin(acc);
+  pin(fa[(kk + 1) % 2]);
+}
+
+// Every wgmma of the warpgroup done: the accumulators and both A buffers are free.
+__device__ __forceinline__ void drainRegA(float (&acc)[64], uint32_t (&fa)[2][4]) {
+  wait<0>();
+  pin(acc);
+  pin(fa[0]);
+  pin(fa[1]);
+}
+
+// A warpgroup's m64n128 accumulators into part[row of x][weight row] (STRIDE floats a row of x;
+// warpgroup wg's 64 weight rows from 64 wg): accumulator 4i + 2h + j of lane (g, t) of warp `warp`
+// is weight row 16 warp + g + 8h, row of x 8i + 2t + j.
+template <int STRIDE>
+__device__ __forceinline__ void stageSums(float* part, const float (&acc)[64], int wg, int warp, int g, int t) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      part[(8 * i + 2 * t + (e & 1)) * STRIDE + wg * 64 + warp * 16 + g + 8 * (e >> 1)] = acc[4 * i + e];
+    }
+  }
+}
+
 }  // namespace pt2q::cuda::wgmma

@@ -89,9 +89,10 @@ using Elem = std::conditional_t<T == FloatType::kBF16, __nv_bfloat16, __half>;
 // shared memory (part[row of x][weight row], STRIDE floats per row of x, 128 weight rows from
 // row0), and the cluster has synchronized. Block z adds, for its share of the TOKENS rows of x,
 // the splits in split order (deterministic), reading the other blocks' shared memory directly,
-// adds the bias and stores 4 outputs per lane. `warps` warps (from warp 0) take part.
-template <FloatType T, int TOKENS, int STRIDE>
-__device__ __forceinline__ void finishRows(cooperative_groups::cluster_group& cluster, float* part, const WoqGemv& a,
+// adds the bias and stores 4 outputs per lane. `warps` warps (from warp 0) take part. A: the
+// GEMM's arguments (WoqGemv, LinearMxGemv): bias, m, n and y are read.
+template <FloatType T, int TOKENS, int STRIDE, typename A>
+__device__ __forceinline__ void finishRows(cooperative_groups::cluster_group& cluster, float* part, const A& a,
                                            int64_t m0, int64_t row0, int warp, int warps, int lane) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const int splits = static_cast<int>(cluster.num_blocks()), z = static_cast<int>(cluster.block_rank());
@@ -134,6 +135,17 @@ cudaError_t byLayout(const WoqGemv& a, Launch launch) {
     return zp ? launch(t, std::true_type{}, std::true_type{}) : launch(t, std::true_type{}, std::false_type{});
   };
   return a.xt == FloatType::kBF16 ? scales(B16{}) : scales(F16{});
+}
+
+// Blocks of K per cluster for a wgmma GEMM of `stages` stages of K over `tiles` output tiles, two
+// blocks per multiprocessor. Swept on the H100 at 128 rows of x (splits 1, 2, 4, 8; W4A16 g128 and
+// W8A16, the four benchmark shapes): the best kept 16 stages of K or more a split and at most about
+// 1.5 waves of blocks: 4 for 32 tiles at K = 4096 and for 86 tiles, 8 for 32 tiles at K = 11008, 2
+// for 112 tiles (4 was 12 % slower there).
+inline int clusterSplits(int64_t stages, int64_t tiles, int sm_count, int max_splits) {
+  int splits = 1;
+  while (splits < max_splits && stages >= 32 * splits && tiles * splits * 2 <= 3 * int64_t(sm_count)) splits *= 2;
+  return splits;
 }
 
 // Launches `kernel` over grid (x, y, splits) of `threads`-thread blocks with `smem` bytes of dynamic

@@ -1,9 +1,10 @@
 """pt2q.linear_mx on CUDA (the decode GEMVs: CUDA cores for one row, tensor cores for 2 to 16
-rows of bf16 / fp16 x, CUDA cores up to 8 rows otherwise; else mx_dequantize's CUDA kernel and an
-fp32 matmul; x through mx_fake_quantize's CUDA kernel) against the CPU reference on the same
-inputs, within the bound of fp32 summation in any order: every weight format, ragged K, block
-sizes, input formats, bias, bf16 / fp16 x, NaN blocks, extreme scales, unaligned storage;
-deterministic; which path ran; opcheck. Runs on the GPU machine; skipped elsewhere."""
+rows of bf16 / fp16 x, CUDA cores up to 8 rows otherwise; the wgmma GEMM for 17 to 128 rows of
+bf16 x (256 for weights of 8192 rows or more); else mx_dequantize's CUDA kernel and a bf16 (bf16 x) or fp32 matmul; x through
+mx_fake_quantize's CUDA kernel) against the CPU reference on the same inputs, within the bound of
+fp32 summation in any order: every weight format, ragged K, block sizes, input formats, bias,
+bf16 / fp16 x, NaN blocks, extreme scales, unaligned storage; deterministic; which path ran;
+opcheck. Runs on the GPU machine; skipped elsewhere."""
 
 import pytest
 import torch
@@ -64,8 +65,9 @@ MMA_FORMATS = ["int8", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int4"]  # byte and 4
 
 def path(fn):
     """Which kernel fn() ran, by the profiler's kernel names: "mma" (linear_mx_mma_kernels.cu),
-    "gemv" (linear_mx_cuda_kernels.cu) or "dequantize". Under compute-sanitizer the profiler sees
-    no kernels at all: the test is then skipped at this point (its numeric checks come first)."""
+    "gemv" (linear_mx_cuda_kernels.cu), "wgmma" (linear_mx_wgmma_kernels.cu) or "dequantize".
+    Under compute-sanitizer the profiler sees no kernels at all: the test is then skipped at this
+    point (its numeric checks come first)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
@@ -74,6 +76,8 @@ def path(fn):
         pytest.skip("the CUDA profiler records no kernels here (compute-sanitizer)")
     if any("linearMxMmaKernel" in n for n in names):
         return "mma"
+    if any("mxWgmma" in n for n in names):
+        return "wgmma"
     return "gemv" if any("linearMxGemvKernel" in n for n in names) else "dequantize"
 
 
@@ -90,19 +94,22 @@ def test_gemv_rows_blocks_and_dtypes(fmt, dtype):
             check(x, c, s, fmt, block, b if m % 2 else None, "int8" if m == 7 else None)
     # fp8_e5m2's top-binade codes decode past fp16's range: its fp16 table is not exact
     tensor_cores = dtype != torch.float32 and fmt in MMA_FORMATS and (fmt, dtype) != ("fp8_e5m2", torch.float16)
+    gemm = dtype == torch.bfloat16 and fmt in MMA_FORMATS
     for m, want in [(1, "gemv"), (2, "mma" if tensor_cores else "gemv"), (8, "mma" if tensor_cores else "gemv"),
                     (9, "mma" if tensor_cores else "dequantize"), (16, "mma" if tensor_cores else "dequantize"),
-                    (17, "dequantize")]:
+                    (17, "wgmma" if gemm else "dequantize")]:
         x, c, s, b = make(300, 512, (m,), fmt, 64, dtype=dtype)
         assert path(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 64, b.cuda())) == want, m
 
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp4_e2m1", "int8", "fp6_e3m2"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_gemv_extreme_scales_and_nan_blocks(fmt, dtype):
-    """Scale bytes 0 (2^-127: subnormal weights), 1, 200 and 255 (NaN: the column is NaN), and a
-    weight row of zero codes, through either GEMV; same bits on a second call."""
-    x, c, s, b = make(64, 256, (3,), fmt, 32, seed=11, dtype=dtype)
+@pytest.mark.parametrize("m", [3, 40])
+def test_extreme_scales_and_nan_blocks(fmt, dtype, m):
+    """Scale bytes 0 (2^-127: subnormal weights; below bf16's normal range in the GEMM), 1, 200 and
+    255 (NaN: the column is NaN), and a weight row of zero codes, through either GEMV (3 rows) or
+    the GEMM (40 rows of bf16 x); same bits on a second call."""
+    x, c, s, b = make(64, 256, (m,), fmt, 32, seed=11, dtype=dtype)
     s[0, :] = 0
     s[1, 2] = 1
     s[2, :] = 200
@@ -111,7 +118,9 @@ def test_gemv_extreme_scales_and_nan_blocks(fmt, dtype):
     check(x, c, s, fmt, 32, b)
     y = P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 32, None).cpu()
     assert bool(y[:, 3].isnan().all()) and not bool(y[:, [0, 1, 2, 4]].isnan().any())
-    want = "mma" if dtype != torch.float32 and fmt in MMA_FORMATS else "gemv"
+    assert bool((y[:, 4] == 0).all())
+    wide = dtype != torch.float32 and fmt in MMA_FORMATS
+    want = ("mma" if wide else "gemv") if m == 3 else ("wgmma" if wide else "dequantize")
     assert path(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 32, b.cuda())) == want
 
 
@@ -131,3 +140,109 @@ def test_gemv_unaligned_storage_takes_the_other_path(dtype):
         check(x, c, s, "fp8_e4m3", 32, b, on_gpu=(xg, cg))
     for xg, cg in [(xv, c.cuda()), (x.cuda(), cv)]:
         assert path(lambda: P.linear_mx(xg, cg, s.cuda(), "fp8_e4m3", 32, b.cuda())) == "dequantize"
+
+
+def bf16_mx(n, k, m, fmt, block, seed, scale_lo=100, scale_hi=150):
+    """bf16 x [m, k] and an MX weight [n, k] of random codes (every code a format stores) and scale
+    bytes in [scale_lo, scale_hi]."""
+    g = torch.Generator().manual_seed(seed)
+    codes, scales = P.mx_quantize(torch.randn(n, k, generator=g), fmt, block)
+    raw = torch.randint(0, 256, codes.view(torch.uint8).shape, generator=g, dtype=torch.uint8)
+    if fmt == "fp8_e4m3":
+        raw = torch.where((raw & 0x7F) == 0x7F, raw ^ 1, raw)  # no NaN codes
+    if fmt == "fp8_e5m2":
+        raw = torch.where((raw & 0x7C) == 0x7C, raw & 0xF3, raw)  # no Inf / NaN codes
+    codes = raw.view(codes.dtype)
+    scales = torch.randint(scale_lo, scale_hi + 1, scales.shape, generator=g, dtype=torch.uint8)
+    x = (torch.randn(m, k, generator=g) * 3).to(torch.bfloat16)
+    return x, codes, scales
+
+
+@pytest.mark.parametrize("fmt", MMA_FORMATS)
+def test_gemm_decodes_every_weight_value_exactly(monkeypatch, fmt):
+    """One-hot rows of x pick single weight columns: y is then the weight value itself (a sum that
+    starts at +0 turns -0 into +0), which the GEMM must give bit for bit as a bf16 (every code,
+    blocks of 16 to the whole axis, scales of 2^-27 to 2^23, partial tiles of weight rows and x
+    rows, a partial last stage of K). Byte codes: the arithmetic decode (MXINT8, MXFP8) and the
+    table give the same bits, on one-hot and on random x."""
+    monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS", "256")  # 200 rows: two tiles of x
+    for n, k, block, m in [(130, 96, 16, 96), (300, 512, 32, 128), (64, 256, 0, 200), (200, 1024, 128, 17)]:
+        xr, c, s = bf16_mx(n, k, m, fmt, block, seed=n + m)
+        cols = torch.randperm(k, generator=torch.Generator().manual_seed(m))[:m] if m <= k else torch.arange(m) % k
+        x = torch.zeros(m, k, dtype=torch.bfloat16)
+        x[torch.arange(m), cols] = 1
+        w = (REF.mx_dequantize(c, s, fmt, block, -1, k) + 0.0).to(torch.bfloat16)
+        want = w[:, cols].t().contiguous().view(torch.int16)
+        for table in ("0", "1"):
+            monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_TABLE", table)
+            got = P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, block, None).cpu()
+            assert torch.equal(got.view(torch.int16), want), (n, k, block, m, table)
+        assert path(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, block, None)) == "wgmma"
+        ys = []
+        for table in ("0", "1"):
+            monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_TABLE", table)
+            ys.append(P.linear_mx(xr.cuda(), c.cuda(), s.cuda(), fmt, block, None).view(torch.int16))
+        assert torch.equal(ys[0], ys[1])
+
+
+@pytest.mark.parametrize("fmt", MMA_FORMATS)
+def test_gemm_matches_cpu_reference(fmt):
+    """bf16 x of 17 to 128 rows through the wgmma GEMM (256 through it or the dequantize path by
+    the weight's rows; 257 and 300 rows through the bf16 dequantize path) against the CPU
+    reference, with and without bias, input formats, leading dims."""
+    for n, k, block in [(300, 512, 64), (130, 96, 32), (37, 4096, 0), (256, 1024, 16), (129, 2048, 128)]:
+        for m in (17, 33, 128, 256):
+            x, c, s, b = make(n, k, (m,), fmt, block, seed=m * 3 + n, dtype=torch.bfloat16)
+            check(x, c, s, fmt, block, b if m % 2 else None, "int8" if m == 33 else None)
+    x, c, s, b = make(200, 256, (3, 40), fmt, 32, seed=9, dtype=torch.bfloat16)
+    check(x, c, s, fmt, 32, b)
+    for m in (257, 300):
+        x, c, s, b = make(100, 256, (m,), fmt, 32, seed=m, dtype=torch.bfloat16)
+        check(x, c, s, fmt, 32, b.to(torch.bfloat16))
+        check(x, c, s, fmt, 32, None)
+
+
+@pytest.mark.parametrize("splits", [1, 2, 4, 8])
+def test_gemm_splits_of_k(monkeypatch, splits):
+    """K split over 1 to 8 blocks of a cluster (forced), including splits left without stages:
+    each within the reference's bound, and the same bits on a second call."""
+    monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_SPLITS", str(splits))
+    monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS", "256")  # 130 rows: two tiles of x
+    for fmt in ("fp4_e2m1", "fp8_e4m3"):
+        for n, k, m in [(200, 2048, 40), (64, 320, 130)]:  # 320: 5 stages of K over up to 8 blocks
+            x, c, s, b = make(n, k, (m,), fmt, 32, seed=splits + k, dtype=torch.bfloat16)
+            check(x, c, s, fmt, 32, b)
+            assert path(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 32, b.cuda())) == "wgmma"
+    monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_SPLITS", "9")
+    x, c, s, b = make(64, 256, (40,), "fp4_e2m1", 32, seed=1, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="PT2Q_CUDA_LINEAR_MX_SPLITS"):
+        P.linear_mx(x.cuda(), c.cuda(), s.cuda(), "fp4_e2m1", 32, None)
+
+
+def test_gemm_paths_by_rows_dtype_and_layout(monkeypatch):
+    """Where the GEMM runs: bf16 x from 17 to 128 rows with byte or 4-bit codes (256 for weights of
+    8192 rows or more); past that,
+    fp16 / fp32 x, 6-bit codes, blocks that are not whole k16 steps, code rows that are not whole
+    16-byte units, and unaligned x take a dequantize path (and agree with the reference)."""
+    def run(m, fmt="fp4_e2m1", k=256, block=32, dtype=torch.bfloat16, xoff=0, n=72):
+        x, c, s, b = make(n, k, (m,), fmt, block, seed=m, dtype=dtype)
+        xg = x.cuda()
+        if xoff:
+            big = torch.zeros(m * k + xoff, dtype=dtype, device="cuda")
+            big[xoff:] = xg.reshape(-1)
+            xg = big[xoff:].view(m, k)
+        check(x, c, s, fmt, block, b, on_gpu=(xg, c.cuda()))
+        return path(lambda: P.linear_mx(xg, c.cuda(), s.cuda(), fmt, block, b.cuda()))
+    assert run(17) == "wgmma" and run(128) == "wgmma" and run(40, "int8") == "wgmma"
+    assert run(129) == "dequantize"
+    assert run(256, n=8192, k=64) == "wgmma" and run(257, n=8192, k=64) == "dequantize"
+    assert run(40, dtype=torch.float16) == "dequantize" and run(40, dtype=torch.float32) == "dequantize"
+    assert run(40, "fp6_e3m2") == "dequantize" and run(40, "int2") == "dequantize"
+    assert run(40, block=8) == "dequantize"
+    assert run(40, k=48) == "dequantize"  # 4-bit codes: 24 bytes a row
+    assert run(40, xoff=1) == "dequantize"
+    monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_GEMM", "0")
+    assert run(40) == "dequantize"
+    monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_GEMM", "1")
+    monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS", "512")
+    assert run(300) == "wgmma"
