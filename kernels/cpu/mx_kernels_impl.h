@@ -1,6 +1,7 @@
 // Bodies of the MX / BFP CPU kernels, compiled once per ISA like affine_kernels_impl.h: each
-// ISA file defines PT2Q_CPU_ISA_NS and includes this header; the element loops are plain
-// branch-free C++ that the compiler vectorizes for that ISA's flags.
+// ISA file defines PT2Q_CPU_ISA_NS and includes this header. AVX-512 (mx_simd_avx512.h) and
+// AVX2 (mx_simd_avx2.h) run intrinsics; the generic table runs the scalar loops below, which
+// are also the structure the AVX2 loops follow.
 //
 // A block row is (outer index o, block j along the quantized axis). When the axis is the
 // innermost one (inner == 1) its blocks are contiguous runs; otherwise each of the `inner`
@@ -17,7 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(PT2Q_VEC_AVX512)
+#if defined(PT2Q_VEC_AVX512) || defined(PT2Q_VEC_AVX2)
 #include <immintrin.h>
 #endif
 
@@ -54,6 +55,11 @@ struct IO<FloatKind::kF16> {
 };
 
 constexpr int64_t kColumns = 256;  // columns processed together when blocks are strided
+
+#if defined(PT2Q_VEC_AVX2)
+#include "kernels/cpu/simd/vec_avx2.h"
+#include "kernels/cpu/mx_simd_avx2.h"
+#endif
 
 // NaN-propagating |x| maxima of columns [w0, w0 + nw) over rows [l0, l1) of outer index o
 // (NaN wins, as microxcaling's (x > m) || isnan(x)).
@@ -159,6 +165,8 @@ void fakeQuantizeRows(const void* x, void* y, int64_t rb, int64_t re, const MxCa
   }
   if (c.inner == 1) return fakeQuantizeContiguousSimd<K, R, false>(x, y, rb, re, c);
   return fakeQuantizeColumnsSimd<K, R, false>(x, y, rb, re, c);
+#elif defined(PT2Q_VEC_AVX2)
+  fakeQuantizeSimd8<K, R>(x, y, rb, re, c);
 #else
   if (c.inner == 1) return fakeQuantizeContiguous<K, R>(x, y, rb, re, c);
   fakeQuantizeBlockRows<K, R>(x, y, rb, re, c);
@@ -218,6 +226,11 @@ void quantizeRowsTo(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64
 template <FloatKind K, int R, typename CodeT>
 void quantizeRowsDispatch(const void* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   quantizeSimd<K, R, CodeT>(x, codes, scales, rb, re, c);
+}
+#elif defined(PT2Q_VEC_AVX2)
+template <FloatKind K, int R, typename CodeT>
+void quantizeRowsDispatch(const void* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
+  quantizeSimd8<K, R, CodeT>(x, codes, scales, rb, re, c);
 }
 #else
 template <FloatKind K, int R, typename CodeT>
