@@ -131,9 +131,11 @@ const LinearW4F32Kernels* linearW4F32Kernel() {
 
 const LinearMxKernels* linearMxKernels(MxUnitKind kind) {
 #if defined(__x86_64__) || defined(_M_X64)
-  if (affineKernels().isa != Isa::kAvx512) return nullptr;
-  if (kind == MxUnitKind::kSixBit && !__builtin_cpu_supports("avx512vbmi")) return nullptr;
-  return linearMxKernelsAvx512();
+  const Isa isa = affineKernels().isa;
+  if (isa == Isa::kAvx512 && (kind != MxUnitKind::kSixBit || __builtin_cpu_supports("avx512vbmi"))) {
+    return linearMxKernelsAvx512();
+  }
+  return isa == Isa::kGeneric ? nullptr : linearMxKernelsAvx2();
 #else
   (void)kind;
   return nullptr;

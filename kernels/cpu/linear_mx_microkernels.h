@@ -86,6 +86,15 @@ struct MxInt8Gemm {
 constexpr int64_t kMxInt8GemmMaxBlock = 65536;
 using LinearMxInt8GemmFn = void (*)(const MxInt8Gemm& a, int64_t n0, int64_t n1);
 
+/// Bytes of a unit of 32 codes.
+inline int64_t mxUnitBytes(MxUnitKind kind) {
+  switch (kind) {
+    case MxUnitKind::kNibble: return 16;
+    case MxUnitKind::kSixBit: return 24;
+    default: return 32;
+  }
+}
+
 /// The element of a unit held by lane j (0-15: the first vector, 16-31: the second).
 inline int mxUnitElement(MxUnitKind kind, int j) {
   const int v = j / 16, i = j % 16;
@@ -96,14 +105,16 @@ inline int mxUnitElement(MxUnitKind kind, int j) {
   }
 }
 
-/// The AVX-512 kernels for `kind` when this CPU runs them (kSixBit also needs AVX512_VBMI) and
-/// PT2Q_CPU_ISA allows AVX-512, else nullptr (the op then runs its portable loop).
+/// The vector kernels for `kind`: AVX-512 where this CPU runs them (kSixBit also needs
+/// AVX512_VBMI) and PT2Q_CPU_ISA allows it, else AVX2 (+FMA) where allowed, else nullptr (the op
+/// then runs its portable loop).
 const LinearMxKernels* linearMxKernels(MxUnitKind kind);
 /// The MXINT8 x MXINT8 kernel where the CPU has AVX512_VNNI and PT2Q_CPU_ISA allows AVX-512.
 LinearMxInt8GemmFn linearMxInt8Gemm();
 
 #if defined(__x86_64__) || defined(_M_X64)
 const LinearMxKernels* linearMxKernelsAvx512();
+const LinearMxKernels* linearMxKernelsAvx2();
 LinearMxInt8GemmFn linearMxInt8GemmVnni();
 #endif
 

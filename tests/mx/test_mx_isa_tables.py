@@ -1,7 +1,8 @@
-"""The MX kernel tables this CPU can run besides its best one (the AVX2 intrinsics of
-cpu/mx_simd_avx2.h and the generic scalar loops), each through the same bit-for-bit suites as the
-default table: the million-element spec comparison, the codes and the whole kernel grid. Each
-table runs in a fresh process with PT2Q_CPU_ISA set (the table is chosen once per process)."""
+"""The MX kernels this CPU can run besides its best ones (AVX2: cpu/mx_simd_avx2.h and
+cpu/x86_avx2/linear_mx_avx2.cpp; generic: the scalar loops), each through the same suites as the
+default: the million-element spec comparison, the codes and mx_dequantize on every axis, the whole
+kernel grid (all bit for bit) and linear_mx (within its fp32 summation bound). Each ISA runs in a
+fresh process with PT2Q_CPU_ISA set (the kernels are chosen once per process)."""
 
 import os
 import subprocess
@@ -12,9 +13,11 @@ import pytest
 import pt2q
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SUITES = ["tests/mx/test_mx_fake_quantize.py", "tests/mx/test_mx_codes.py", "tests/mx/test_mx_cpu_kernel_grid.py"]
-# The op-registration checks (opcheck, compile, export) do not depend on the kernel table.
-DESELECT = "not opcheck and not compile and not export"
+SUITES = ["tests/mx/test_mx_fake_quantize.py", "tests/mx/test_mx_codes.py", "tests/mx/test_mx_cpu_kernel_grid.py",
+          "tests/kernels/test_linear_mx.py"]
+# The op-registration checks (opcheck, compile, export) do not depend on the kernels; the tests
+# that start processes under other ISAs themselves are left to the default run.
+DESELECT = "not opcheck and not compile and not export and not without_the_vector_kernels"
 
 RUNNER = r"""
 import sys, pytest, pt2q

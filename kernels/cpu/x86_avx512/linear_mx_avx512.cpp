@@ -59,103 +59,47 @@ struct Decoder {
     return _mm512_mul_ps(_mm512_castsi512_ps(bits), fp8_mult);
   }
 
-  void unit(const uint8_t* p, __m512& w0, __m512& w1) const {
-    switch (kind) {
-      case MxUnitKind::kInt8:
-        w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-        w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
-        break;
-      case MxUnitKind::kNibble: {
-        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        w0 = _mm512_permutexvar_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)), t0);
-        w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t0);
-        break;
-      }
-      case MxUnitKind::kSixBit: {
-        const __m512i raw = _mm512_maskz_loadu_epi8(0xFFFFFFull, p);
-        const __m512i words = _mm512_permutexvar_epi8(six_bytes, raw);
-        const __m512i mask = _mm512_set1_epi32(63);
-        w0 = lut64(_mm512_and_si512(_mm512_srlv_epi32(words, six_shift0), mask));
-        w1 = lut64(_mm512_and_si512(_mm512_srlv_epi32(words, six_shift1), mask));
-        break;
-      }
-      case MxUnitKind::kFp8:
-        w0 = fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        w1 = fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
-        break;
+  template <MxUnitKind K>
+  void unitOf(const uint8_t* p, __m512 (&w)[2]) const {
+    if constexpr (K == MxUnitKind::kInt8) {
+      w[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+      w[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
+    } else if constexpr (K == MxUnitKind::kNibble) {
+      const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      w[0] = _mm512_permutexvar_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)), t0);
+      w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t0);
+    } else if constexpr (K == MxUnitKind::kSixBit) {
+      const __m512i raw = _mm512_maskz_loadu_epi8(0xFFFFFFull, p);
+      const __m512i words = _mm512_permutexvar_epi8(six_bytes, raw);
+      const __m512i mask = _mm512_set1_epi32(63);
+      w[0] = lut64(_mm512_and_si512(_mm512_srlv_epi32(words, six_shift0), mask));
+      w[1] = lut64(_mm512_and_si512(_mm512_srlv_epi32(words, six_shift1), mask));
+    } else {
+      w[0] = fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      w[1] = fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
     }
   }
 };
 
-int64_t unitBytes(MxUnitKind kind) {
-  switch (kind) {
-    case MxUnitKind::kNibble: return 16;
-    case MxUnitKind::kSixBit: return 24;
-    default: return 32;
-  }
-}
+struct Lanes {
+  using F = __m512;
+  static constexpr int kVecs = 2;
+  // 4 rows for 1-2 x rows, 2 for 3-4, where the x rows add chains and 4 rows would run out of
+  // registers
+  static constexpr int kRows1 = 4, kRows2 = 2;
+  static F zero() { return _mm512_setzero_ps(); }
+  static F set1(float v) { return _mm512_set1_ps(v); }
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static float sum(F v) { return _mm512_reduce_add_ps(v); }
+};
 
-// R weight rows from row n against MX x rows.
-template <int R, int MX>
-void rowsOf(const MxLinearRows& a, const Decoder& d, int64_t n, float* out) {
-  const int64_t ub = unitBytes(a.kind);
-  const uint8_t* row[R];
-  for (int r = 0; r < R; ++r) row[r] = a.codes + (n + r) * a.row_bytes;
-  __m512 tot[R][MX];
-  for (auto& t : tot) {
-    for (auto& v : t) v = _mm512_setzero_ps();
-  }
-  for (int64_t u0 = 0, b = 0; u0 < a.units; u0 += a.units_per_block, ++b) {
-    __m512 acc[R][MX][2];
-    for (auto& x : acc) {
-      for (auto& y : x) y[0] = y[1] = _mm512_setzero_ps();
-    }
-    const int64_t u1 = u0 + a.units_per_block < a.units ? u0 + a.units_per_block : a.units;
-    for (int64_t u = u0; u < u1; ++u) {
-      for (int r = 0; r < R; ++r) {
-        if (((u * ub) & 63) < ub) _mm_prefetch(reinterpret_cast<const char*>(row[r] + u * ub + kPrefetchBytes), _MM_HINT_T0);
-        __m512 w0, w1;
-        d.unit(row[r] + u * ub, w0, w1);
-        for (int i = 0; i < MX; ++i) {
-          const float* xu = a.x + i * a.x_stride + u * kUnit;
-          acc[r][i][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xu), acc[r][i][0]);
-          acc[r][i][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xu + 16), acc[r][i][1]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m512 s = _mm512_set1_ps(a.scale_values[a.scales[(n + r) * a.scale_stride + b]]);
-      for (int i = 0; i < MX; ++i) tot[r][i] = _mm512_fmadd_ps(_mm512_add_ps(acc[r][i][0], acc[r][i][1]), s, tot[r][i]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int i = 0; i < MX; ++i) out[r * a.m + i] = _mm512_reduce_add_ps(tot[r][i]);
-  }
-}
-
-// Rows at a time: enough independent FMA chains to cover their latency (4 rows for 1-2 x rows,
-// 2 for 3-4, where the x rows add chains and 4 rows would run out of registers).
-template <int MX>
-void rowsRange(const MxLinearRows& a, int64_t n0, int64_t n1, float* out) {
-  constexpr int kRows = MX <= 2 ? 4 : 2;
-  const Decoder d(a);
-  int64_t n = n0;
-  for (; n + kRows <= n1; n += kRows) rowsOf<kRows, MX>(a, d, n, out + (n - n0) * a.m);
-  for (; n < n1; ++n) rowsOf<1, MX>(a, d, n, out + (n - n0) * a.m);
-}
-
-void rows(const MxLinearRows& a, int64_t n0, int64_t n1, float* out) {
-  switch (a.m) {
-    case 1: rowsRange<1>(a, n0, n1, out); break;
-    case 2: rowsRange<2>(a, n0, n1, out); break;
-    case 3: rowsRange<3>(a, n0, n1, out); break;
-    default: rowsRange<4>(a, n0, n1, out); break;
-  }
-}
+#include "kernels/cpu/linear_mx_rows_impl.h"
 
 void decode(const MxLinearRows& a, int64_t n0, int64_t n1, float* out, int64_t ld) {
   const Decoder d(a);
-  const int64_t ub = unitBytes(a.kind);
+  const int64_t ub = mxUnitBytes(a.kind);
   // Lane j of the decoded pair holds element mxUnitElement(j): gather each element's lane back.
   alignas(64) int32_t inv[kUnit];
   for (int j = 0; j < kUnit; ++j) inv[mxUnitElement(a.kind, j)] = j;
@@ -164,8 +108,9 @@ void decode(const MxLinearRows& a, int64_t n0, int64_t n1, float* out, int64_t l
     const uint8_t* row = a.codes + n * a.row_bytes;
     float* o = out + (n - n0) * ld;
     for (int64_t u = 0; u < a.units; ++u) {
-      __m512 w0, w1;
-      d.unit(row + u * ub, w0, w1);
+      __m512 w[2];
+      decodeUnit(d, a.kind, row + u * ub, w);
+      const __m512 w0 = w[0], w1 = w[1];
       const __m512 s = _mm512_set1_ps(a.scale_values[a.scales[n * a.scale_stride + u / a.units_per_block]]);
       _mm512_storeu_ps(o + u * kUnit, _mm512_mul_ps(_mm512_permutex2var_ps(w0, lo, w1), s));
       _mm512_storeu_ps(o + u * kUnit + 16, _mm512_mul_ps(_mm512_permutex2var_ps(w0, hi, w1), s));
@@ -187,7 +132,7 @@ inline __m512 scalesOf(const uint8_t* p) {
 
 void decodeInner(const MxLinearRows& a, const MxInnerRows& g, int64_t r0, int64_t r1, float* out, int64_t ld) {
   const Decoder d(a);
-  const int64_t ub = unitBytes(a.kind);
+  const int64_t ub = mxUnitBytes(a.kind);
   alignas(64) int32_t inv[kUnit];
   for (int j = 0; j < kUnit; ++j) inv[mxUnitElement(a.kind, j)] = j;
   const __m512i lo = _mm512_load_si512(inv), hi = _mm512_load_si512(inv + 16);
@@ -199,8 +144,9 @@ void decodeInner(const MxLinearRows& a, const MxInnerRows& g, int64_t r0, int64_
     const uint8_t* row = a.codes + r * a.row_bytes;
     float* orow = out + (r - r0) * ld;
     for (int64_t u = 0; u < a.units; ++u) {
-      __m512 w0, w1;
-      d.unit(row + u * ub, w0, w1);
+      __m512 w[2];
+      decodeUnit(d, a.kind, row + u * ub, w);
+      const __m512 w0 = w[0], w1 = w[1];
       const __m512 v0 = _mm512_mul_ps(_mm512_permutex2var_ps(w0, lo, w1), step);
       const __m512 v1 = _mm512_mul_ps(_mm512_permutex2var_ps(w0, hi, w1), step);
       _mm512_storeu_ps(orow + u * kUnit, _mm512_mul_ps(v0, scalesOf(srow + u * kUnit)));
