@@ -106,8 +106,7 @@ def main():
     # speedups: AVX2 over the scalar loops (what the AVX2 table ran before it had kernels), and
     # the best ISA's time over AVX2's
     ratios = [(a, b) for a, b in (("avx2", "generic"), (names[-1], "avx2")) if a in runs and b in runs and a != b]
-    head = ("| case | " + " | ".join(f"{n} ms (% BW)" for n in names) + " | "
-            + " | ".join(f"{a} vs {b}" for a, b in ratios) + " | F.linear fp32 ms |")
+    head = "| case | " + " | ".join([f"{n} ms (% BW)" for n in names] + [f"{a} vs {b}" for a, b in ratios]) + " | F.linear fp32 ms |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     last = runs[names[-1]]["rows"]
