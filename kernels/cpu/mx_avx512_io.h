@@ -141,12 +141,33 @@ inline __m512i chunkWords(__m512i ca, __m512i cb) {
 }
 
 /// Stores the first n (<= 32) codes of a chunk: one byte each, two bytes each (CodeT =
-/// uint16_t), or two per byte (nibbles, element 2i in the low half of byte i; n even). Full
-/// chunks at aligned addresses are streamed when `stream` is set.
+/// uint16_t), or packed (pack_bits, MxCall; n a whole number of groups): 4: element 2i in the
+/// low half of byte i; 2: element 4i in bits 0-1 of byte i; 6: four codes per 3 bytes,
+/// c0 | c1 << 6 | c2 << 12 | c3 << 18 little-endian. Full chunks at aligned addresses are
+/// streamed when `stream` is set (byte and nibble codes).
 template <typename CodeT>
-inline void storeCodeWords(void* p, int64_t n, __m512i words, bool nibbles, bool stream) {
+inline void storeCodeWords(void* p, int64_t n, __m512i words, int32_t pack_bits, bool stream) {
   const uintptr_t at = reinterpret_cast<uintptr_t>(p);
-  if (nibbles) {
+  // As 32-bit lanes, words hold code pairs: even element low, odd element at bit 16.
+  if (pack_bits == 2) {
+    // pairs into 4 bits (low | high << 2), then pairs of pairs into a byte as 64-bit lanes
+    const __m512i d = _mm512_or_si512(words, _mm512_srli_epi32(words, 14));
+    const __m128i bytes = _mm512_cvtepi64_epi8(_mm512_or_si512(d, _mm512_srli_epi64(d, 28)));
+    _mm_mask_storeu_epi8(p, static_cast<__mmask16>((1u << (n / 4)) - 1u), bytes);
+  } else if (pack_bits == 6) {
+    // pairs into 12 bits, pairs of pairs into 24 bits of a 64-bit lane, then 3 of each 4 bytes
+    const __m512i d = _mm512_and_si512(_mm512_or_si512(words, _mm512_srli_epi32(words, 10)), _mm512_set1_epi32(0xFFF));
+    const __m256i g = _mm512_cvtepi64_epi32(_mm512_or_si512(d, _mm512_srli_epi64(d, 20)));
+    const __m256i b = _mm256_shuffle_epi8(g, _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1,
+                                                              2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1));
+    const int64_t nb = n / 4 * 3;  // bytes; 12 from each 128-bit half
+    const int64_t lo = nb < 12 ? nb : 12;
+    _mm_mask_storeu_epi8(p, static_cast<__mmask16>((1u << lo) - 1u), _mm256_castsi256_si128(b));
+    if (nb > 12) {
+      _mm_mask_storeu_epi8(static_cast<uint8_t*>(p) + 12, static_cast<__mmask16>((1u << (nb - 12)) - 1u),
+                           _mm256_extracti128_si256(b, 1));
+    }
+  } else if (pack_bits == 4) {
     // As 32-bit lanes (even code low, odd code at bit 16): low | (high << 4) is v | (v >> 12).
     const __m128i bytes = _mm512_cvtepi32_epi8(_mm512_or_si512(words, _mm512_srli_epi32(words, 12)));
     if (n == 32 && stream && at % 16 == 0) {
@@ -176,7 +197,12 @@ inline void storeCodeWords(void* p, int64_t n, __m512i words, bool nibbles, bool
 /// streaming stores never leave a line half written (a partial non-temporal line costs a read of
 /// it at the memory controller).
 template <typename CodeT>
-inline void storeCodeGroup(void* p, const __m512i* words, bool nibbles, bool stream) {
+inline void storeCodeGroup(void* p, const __m512i* words, int32_t pack_bits, bool stream) {
+  if (pack_bits == 2 || pack_bits == 6) {
+    for (int k = 0; k < 16; ++k) storeCodeWords<CodeT>(static_cast<uint8_t*>(p) + k * kChunk * pack_bits / 8, kChunk, words[k], pack_bits, false);
+    return;
+  }
+  const bool nibbles = pack_bits == 4;
   const bool nt = stream && reinterpret_cast<uintptr_t>(p) % 64 == 0;
   auto line = [&](int q, __m512i v) {
     __m512i* at = static_cast<__m512i*>(p) + q;

@@ -244,10 +244,17 @@ void fakeQuantizeColumnsSimd(const void* x, void* y, int64_t rb, int64_t re, con
 
 // ---- mx_quantize: codes and scale bytes instead of values ---------------------------------------
 
-/// Where the codes of element `e` start: CodeT units, or bytes of two codes when packing nibbles.
+/// Where the codes of element `e` start: CodeT units, or the packed byte of its group
+/// (MxCall::pack_bits; e is the first element of a group).
 template <typename CodeT>
-inline void* codeAt(void* codes, int64_t e, bool nibbles) {
-  return nibbles ? static_cast<void*>(static_cast<uint8_t*>(codes) + e / 2) : static_cast<void*>(static_cast<CodeT*>(codes) + e);
+inline void* codeAt(void* codes, int64_t e, int32_t pack_bits) {
+  uint8_t* b = static_cast<uint8_t*>(codes);
+  switch (pack_bits) {
+    case 4: return b + e / 2;
+    case 2: return b + e / 4;
+    case 6: return b + e / 4 * 3;
+    default: return static_cast<CodeT*>(codes) + e;
+  }
 }
 
 template <FloatKind K, bool Int, int R, typename CodeT, bool Full>
@@ -274,7 +281,7 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
         words[k] = chunkWords<K>(encodeFloatFast16<R>(va, k1, thr, pmul, kc), encodeFloatFast16<R>(vb, k1, thr, pmul, kc));
       }
     }
-    storeCodeGroup<CodeT>(codeAt<CodeT>(codes, begin, c.pack_nibbles), words, c.pack_nibbles, c.stream_stores);
+    storeCodeGroup<CodeT>(codeAt<CodeT>(codes, begin, c.pack_bits), words, c.pack_bits, c.stream_stores);
     return true;
   };
   forEachContiguousBlock<K, Full>(x, c, rb, re, scales, group, [&](const BlockParams16& bp, int64_t k, int64_t begin,
@@ -297,8 +304,8 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
           words = chunkWords<K>(encode16<Int, R>(va, a, kc, ra), encode16<Int, R>(vb, a, kc, rb2));
         }
       }
-      storeCodeWords<CodeT>(codeAt<CodeT>(codes, begin + i, c.pack_nibbles), Full ? kChunk : std::min(kChunk, n - i), words,
-                            c.pack_nibbles, c.stream_stores);
+      storeCodeWords<CodeT>(codeAt<CodeT>(codes, begin + i, c.pack_bits), Full ? kChunk : std::min(kChunk, n - i), words,
+                            c.pack_bits, c.stream_stores);
     }
   });
   if (c.stream_stores) _mm_sfence();
@@ -321,7 +328,7 @@ void quantizeColumnsLoop(const char* x, void* codes, uint8_t* scales, int64_t rb
     };
     const __m512i ca = codes16(va, w, ra);
     const __m512i cb = codes16(vb, w + 16, rb2);
-    storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_nibbles), n, chunkWords<K>(ca, cb), c.pack_nibbles,
+    storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_bits), n, chunkWords<K>(ca, cb), c.pack_bits,
                           c.stream_stores);
   });
   if (c.stream_stores) _mm_sfence();

@@ -106,11 +106,12 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
   const CodeLayout layout = codeLayout(spec.format);
   const at::Tensor xc = x.contiguous();
   const bool wide = layout.bits > 8;
-  // The AVX-512 kernel packs 4-bit codes itself when no pair straddles a row or, along the last
-  // axis, a block (strided blocks are packed across neighbouring columns, which never straddle).
+  // The AVX-512 kernel packs sub-byte codes itself when no packing group straddles a row or,
+  // along the last axis, a block (strided blocks are packed across neighbouring columns, which
+  // never straddle).
   const bool axis_last = spec.axis == xc.dim() - 1;
-  const bool pack_in_kernel = layout.packed() && layout.per_group == 2 && xc.size(-1) % 2 == 0 &&
-                              (!axis_last || spec.block % 2 == 0) && cpu::mxKernels().packs_nibbles;
+  const bool pack_in_kernel = layout.packed() && xc.dim() > 0 && xc.size(-1) % layout.per_group == 0 &&
+                              (!axis_last || spec.block % layout.per_group == 0) && cpu::mxKernels().packs_codes;
   at::Tensor codes = pack_in_kernel ? at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte))
                                     : at::empty(xc.sizes(), xc.options().dtype(wide ? at::kShort : at::kByte));
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));
@@ -119,7 +120,7 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
     cpu::MxCall c = makeMxCall(spec, shape, codes.numel() * codes.element_size());
     c.code_bits = layout.bits;
     c.ebits = spec.format.ebits;
-    c.pack_nibbles = pack_in_kernel;
+    c.pack_bits = pack_in_kernel ? layout.bits : 0;
     const auto fn = cpu::mxKernels().quantize[floatKind(xc.scalar_type())];
     const int64_t rows = shape.outer * shape.blocks_per_row;
     const int64_t grain = blockRowGrain(spec, shape);

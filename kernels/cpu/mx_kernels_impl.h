@@ -258,7 +258,7 @@ inline MxKernels makeMxTable(const char* name) {
   MxKernels t{};
   t.name = name;
 #if defined(PT2Q_VEC_AVX512)
-  t.packs_nibbles = true;
+  t.packs_codes = true;
 #endif
   t.fake_quantize[0] = &fakeQuantize<FloatKind::kF32>;
   t.fake_quantize[1] = &fakeQuantize<FloatKind::kBF16>;

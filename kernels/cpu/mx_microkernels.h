@@ -31,9 +31,11 @@ struct MxCall {
   // mx_quantize: element code width and exponent bits (codes are 1 byte up to 8 bits, else 2)
   int32_t code_bits = 8;
   int32_t ebits = 0;
-  // 4-bit codes written packed two per byte (low nibble first) straight from the kernel, when
-  // the axis is innermost and blocks and rows have even lengths; otherwise the caller packs.
-  bool pack_nibbles = false;
+  // Sub-byte codes written packed straight from the kernel ("MX code layout" of
+  // kernels/README.md): 4 (two per byte), 2 (four per byte) or 6 (four per three bytes); 0: one
+  // code per element (the caller packs). Only when no packing group straddles a row or, along
+  // the last axis, a block.
+  int32_t pack_bits = 0;
 };
 
 /// Fake-quantizes the blocks of rows [block_row_begin, block_row_end) of a contiguous tensor,
@@ -51,8 +53,8 @@ struct MxKernels {
   const char* name;
   MxFakeQuantizeFn fake_quantize[kNumFloatKinds];
   MxQuantizeFn quantize[kNumFloatKinds];
-  /// quantize honours MxCall::pack_nibbles (writes 4-bit codes two per byte itself).
-  bool packs_nibbles = false;
+  /// quantize honours MxCall::pack_bits (writes 2-, 4- and 6-bit codes packed itself).
+  bool packs_codes = false;
 };
 
 const MxKernels& mxKernels();

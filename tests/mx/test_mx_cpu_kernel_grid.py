@@ -17,9 +17,10 @@ REF = pt2q._C.reference
 FORMATS = ["int8", "int4", "int2", "int3", "int12", "int16", "fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3",
            "fp4_e2m1"]
 # (shape, block, axis): strided ragged columns, contiguous, ragged odd blocks, strided with 16-row
-# blocks, the whole axis, 64-element blocks.
+# blocks, the whole axis, 64-element blocks, strided columns the kernel packs 2- and 6-bit codes
+# across (a multiple of 4, with a partial chunk of 8).
 LAYOUTS = [((6, 77, 35), 32, 1), ((5, 200), 32, -1), ((4, 96), 7, -1), ((64, 70), 16, 0), ((3, 130), 0, -1),
-           ((9, 64), 64, -1)]
+           ((9, 64), 64, -1), ((40, 72), 16, 0)]
 BASE = torch.from_numpy(mx_inputs(600, 40, seed=11)).reshape(-1)
 
 
