@@ -1,7 +1,7 @@
 """MX fake-quantize, quantize and dequantize on CPU: pt2q's kernels against the reference path
 (the same arithmetic in unfused ATen ops), with the memory bandwidth measured in the same run.
 
-    python benchmarks/kernels/bench_mx.py [--json out.json]
+    python benchmarks/kernels/bench_mx.py [--dtype float32|bfloat16] [--json out.json]
 
 64 MiB tensors: fp32 4096x4096 and bf16 8192x4096; int8, fp8_e4m3 and fp4_e2m1 elements,
 block 32, along the last and the first axis. Bytes moved = read + write of the tensor
@@ -27,9 +27,11 @@ P = torch.ops.pt2q
 REF = pt2q._C.reference
 
 
-def cases():
+def cases(dtypes=("float32", "bfloat16")):
     out = []
     for dt, shape in ((torch.float32, (4096, 4096)), (torch.bfloat16, (8192, 4096))):
+        if str(dt).replace("torch.", "") not in dtypes:
+            continue
         x = torch.randn(shape).to(dt)
         nbytes = 2 * x.numel() * x.element_size()
         for fmt in ("int8", "fp8_e4m3", "fp4_e2m1"):
@@ -71,12 +73,14 @@ def cases():
 def main():
     _reexec_with_caching_malloc()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], action="append",
+                    help="only this input dtype (repeatable; default both)")
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
     bw, probes = measure_bandwidth()
     print(run_header(f"CPU kernels: {pt2q._C.info.cpu_isa()}, MX kernels: {pt2q._C.info.mx_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
-    rows = run(cases(), bw, adjacent_probe=True)
+    rows = run(cases(tuple(args.dtype or ("float32", "bfloat16"))), bw, adjacent_probe=True)
     report(rows, bw, args.json, adjacent_probe=True)
 
 

@@ -47,8 +47,31 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
   constexpr int64_t es = elemBytes<K>();
   const ElemConsts kc = elemConsts(c);
   // 16 live blocks of 32: each block's parameters are a lane permute of the group's vectors.
+  // bf16: the word kernels (mx_words_avx512.h) on fast blocks.
+  const bool word_kernels = wordsApply<K, Int, R>(c);
+  const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
+  WordParams16 wp;
+  auto wordChunk = [&](const char* xp, char* yp, __mmask32 km, const WordVecs& p, bool stream) {
+    const __m512i q = fakeQuantizeWords<R>(_mm512_maskz_loadu_epi16(km, xp), p, wc);
+    if (km != 0xFFFFFFFFu) {
+      _mm512_mask_storeu_epi16(yp, km, q);
+    } else if (stream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(yp), q);
+    } else {
+      _mm512_storeu_si512(yp, q);
+    }
+  };
   auto group = [&](const BlockParams16& bp, int64_t begin) {
     if (R == 3 || bp.nan != 0) return false;  // flushed blocks need nothing: b makes them +0
+    if (word_kernels && bp.fast == 0xFFFF) {
+      wordParams16(bp, c, &wp);
+      const bool stream = Stream && reinterpret_cast<uintptr_t>(y + begin * es) % 64 == 0;
+      for (int k = 0; k < 16; ++k) {
+        const int64_t at = (begin + k * kChunk) * es;
+        wordChunk(x + at, y + at, ~0u, blockWordVecs(wp, k), stream);
+      }
+      return true;
+    }
     const bool fast = !Int && R == 0 && kc.fast_fake && bp.fast == 0xFFFF;
     const __m512 av = _mm512_load_ps(bp.a), bv = _mm512_load_ps(bp.b), thrv = fast ? _mm512_load_ps(bp.thr) : av;
     const bool stream = Stream && reinterpret_cast<uintptr_t>(y + begin * es) % 64 == 0;
@@ -78,6 +101,7 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
   };
   forEachContiguousBlock<K, Full>(x, c, rb, re, nullptr, group, [&](const BlockParams16& bp, int64_t k, int64_t begin,
                                                                     int64_t n) {
+    if (word_kernels && k == 0) wordParams16(bp, c, &wp);  // body runs k = 0, 1, ... for each group
     const char* xb = x + begin * es;
     char* yb = y + begin * es;
     if ((bp.dead >> k) & 1u) {
@@ -91,8 +115,14 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     const __m512 thr = fast ? _mm512_set1_ps(bp.thr[k]) : a;
     const bool stream = Stream && reinterpret_cast<uintptr_t>(yb) % 64 == 0;
     const bool native = (bp.normal_out >> k) & 1u;
+    const bool on_words = word_kernels && ((bp.fast >> k) & 1u);
+    const WordVecs wv = on_words ? blockWordVecs(wp, k) : WordVecs{};
     for (int64_t i = 0; i < n; i += kChunk) {
       const __mmask32 km = Full ? ~0u : chunkMask(n - i);
+      if (on_words) {
+        wordChunk(xb + i * es, yb + i * es, km, wv, stream && km == 0xFFFFFFFFu);
+        continue;
+      }
       __m512 va, vb;
       loadChunk<K>(xb + i * es, km, va, vb);
       __m512i ra = _mm512_setzero_si512(), rb2 = _mm512_setzero_si512();
@@ -128,7 +158,26 @@ struct ColumnTile {
   alignas(64) int32_t k1[kWidth];
   alignas(64) float thr[kWidth];
   alignas(64) float pmul[kWidth];
+  // The word kernels' parameters (WordParams16) in element order, and the dead lanes' mask in
+  // element order, when `words` (bf16 float formats: wordsApply).
+  bool words;
+  alignas(64) uint16_t wk1[kWidth];
+  alignas(64) uint16_t wthr[kWidth];
+  alignas(64) uint16_t we1[kWidth];
+  alignas(64) uint16_t wb[kWidth];
+  __mmask32 wdead[kWidth / 32];
+
+  WordVecs wordVecs(int64_t w) const {
+    return {_mm512_load_si512(wk1 + w), _mm512_load_si512(wthr + w), _mm512_load_si512(we1 + w), _mm512_load_si512(wb + w)};
+  }
 };
+
+/// The words of 32 lanes held in chunk order as the low halves of two int32 vectors (WordParams16's
+/// pairs), in element order.
+inline __m512i chunkOrderWords(const int32_t* a, const int32_t* b) {
+  const __m512i lo = _mm512_set1_epi32(0xFFFF);
+  return _mm512_packus_epi32(_mm512_and_si512(_mm512_load_si512(a), lo), _mm512_and_si512(_mm512_load_si512(b), lo));
+}
 
 template <FloatKind K>
 void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int64_t w0, int64_t nw,
@@ -154,6 +203,18 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
         std::memcpy(t->pmul + w + 16 * h, bp[h].pmul, sizeof(bp[h].pmul));
       }
     }
+    if (t->words) {
+      WordParams16 wp[2];
+      wordParams16(bp[0], c, &wp[0]);
+      wordParams16(bp[1], c, &wp[1]);
+      _mm512_store_si512(t->wk1 + w, chunkOrderWords(wp[0].k1, wp[1].k1));
+      _mm512_store_si512(t->wthr + w, chunkOrderWords(wp[0].thr, wp[1].thr));
+      _mm512_store_si512(t->we1 + w, chunkOrderWords(wp[0].e1, wp[1].e1));
+      _mm512_store_si512(t->wb + w, chunkOrderWords(wp[0].b, wp[1].b));
+      const __m512i one = _mm512_set1_epi32(1);
+      const __m512i dead = _mm512_packus_epi32(_mm512_maskz_mov_epi32(bp[0].dead, one), _mm512_maskz_mov_epi32(bp[1].dead, one));
+      t->wdead[w / 32] = _mm512_test_epi16_mask(dead, dead);
+    }
     // Scale bytes leave in vector form: reading them back from memory right after a vector
     // store stalls store forwarding, which cost more than the whole element pass.
     if (scales != nullptr) {
@@ -165,14 +226,17 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
 
 // Strided blocks: each of `inner` columns is a block. Columns go in tiles of 256 so that every
 // pass reads whole cache lines of each row; each lane has its own block parameters. Calls
-// body(t, row, w, n, a, b, ra, rb) for every chunk of columns [w, w + n) of element row `row`
-// (flat index of the tile's first column), with the chunk loaded and, for stochastic rounding,
-// its random bits.
+// body(t, row, w, n, a, b, ra, rb, h) for every chunk of columns [w, w + n) of element row `row`
+// (flat index of the tile's first column), with the chunk loaded (h: its 16-bit elements as
+// loaded, element order; fp32: unused) and, for stochastic rounding, its random bits. `words`:
+// the tiles carry the word kernels' parameters.
 template <FloatKind K, int R, typename Body>
-inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64_t re, uint8_t* scales, Body&& body) {
+inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64_t re, uint8_t* scales, bool words,
+                               Body&& body) {
   constexpr int64_t es = elemBytes<K>();
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   ColumnTile t;
+  t.words = words;
   for (int64_t r = rb; r < re; ++r) {
     const int64_t o = r / nblocks, j = r % nblocks;
     const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
@@ -189,10 +253,16 @@ inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64
             _mm_prefetch(x + (row + w + ColumnTile::kWidth) * es + b, _MM_HINT_T1);
           }
           __m512 va, vb;
-          loadChunk<K>(x + (row + w) * es, chunkMask(nw - w), va, vb);
+          __m512i h = _mm512_setzero_si512();
+          if constexpr (K == FloatKind::kF32) {
+            loadChunk<K>(x + (row + w) * es, chunkMask(nw - w), va, vb);
+          } else {
+            h = _mm512_maskz_loadu_epi16(chunkMask(nw - w), x + (row + w) * es);
+            widenChunk<K>(h, va, vb);
+          }
           __m512i ra = _mm512_setzero_si512(), rb2 = _mm512_setzero_si512();
           if constexpr (R == 3) chunkRandom<K>(c.random_key, static_cast<uint64_t>(row + w), ra, rb2);
-          body(t, row, w, std::min(kChunk, nw - w), va, vb, ra, rb2);
+          body(t, row, w, std::min(kChunk, nw - w), va, vb, ra, rb2, h);
         }
       }
     }
@@ -204,9 +274,21 @@ void fakeQuantizeColumnsLoop(const char* x, char* y, int64_t rb, int64_t re, con
   constexpr int64_t es = elemBytes<K>();
   const ElemConsts kc = elemConsts(c);
   const __m512 vnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
-  forEachColumnChunk<K, R>(x, c, rb, re, nullptr,
+  const bool word_kernels = wordsApply<K, Int, R>(c);
+  const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
+  forEachColumnChunk<K, R>(x, c, rb, re, nullptr, word_kernels,
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
-                               __m512i ra, __m512i rb2) {
+                               __m512i ra, __m512i rb2, __m512i h) {
+    if (word_kernels && (t.fast[w / 16] & t.fast[w / 16 + 1]) == 0xFFFF) {
+      const __m512i q = fakeQuantizeWords<R>(h, t.wordVecs(w), wc);
+      char* out = y + (row + w) * es;
+      if (Stream && n == kChunk && reinterpret_cast<uintptr_t>(out) % 64 == 0) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(out), q);
+      } else {
+        _mm512_mask_storeu_epi16(out, chunkMask(n), q);
+      }
+      return;
+    }
     __m512 qa = fakeQuantize16<Int, R>(va, _mm512_load_ps(t.a + w), _mm512_load_ps(t.b + w), kc, ra);
     __m512 qb = fakeQuantize16<Int, R>(vb, _mm512_load_ps(t.a + w + 16), _mm512_load_ps(t.b + w + 16), kc, rb2);
     qa = _mm512_mask_mov_ps(qa, t.nan[w / 16], vnan);
@@ -262,8 +344,20 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
   constexpr int64_t es = elemBytes<K>();
   const ElemConsts kc = elemConsts(c);
   // 16 live blocks of 32 (float formats: all on the fast path): parameters by lane permutes.
+  const bool word_kernels = wordsApply<K, Int, R>(c);  // bf16: mx_words_avx512.h
+  const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
+  WordParams16 wp;
   auto group = [&](const BlockParams16& bp, int64_t begin) {
     if (R == 3 || bp.dead != 0 || (!Int && bp.fast != 0xFFFF)) return false;
+    if (word_kernels) {
+      wordParams16(bp, c, &wp);
+      __m512i w16[16];
+      for (int k = 0; k < 16; ++k) {
+        w16[k] = encodeWords<R>(_mm512_loadu_si512(x + (begin + k * kChunk) * es), blockWordVecs(wp, k), wc);
+      }
+      storeCodeGroup<CodeT>(codeAt<CodeT>(codes, begin, c.pack_bits), w16, c.pack_bits, c.stream_stores);
+      return true;
+    }
     const __m512 av = _mm512_load_ps(bp.a), thrv = _mm512_load_ps(bp.thr), pmulv = _mm512_load_ps(bp.pmul);
     const __m512i k1v = _mm512_load_si512(bp.k1);
     __m512i words[16];
@@ -291,14 +385,20 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
     const __m512 a = _mm512_set1_ps(bp.a[k]);
     const __m512i k1 = _mm512_set1_epi32(bp.k1[k]);
     const __m512 thr = _mm512_set1_ps(bp.thr[k]), pmul = _mm512_set1_ps(bp.pmul[k]);
+    if (word_kernels && k == 0) wordParams16(bp, c, &wp);  // body runs k = 0, 1, ... for each group
+    const WordVecs wv = word_kernels && fast ? blockWordVecs(wp, k) : WordVecs{};
     for (int64_t i = 0; i < n; i += kChunk) {
       __m512i words = _mm512_setzero_si512();
       if (!dead) {
+        const __mmask32 km = Full ? ~0u : chunkMask(n - i);
         __m512 va, vb;
-        loadChunk<K>(x + (begin + i) * es, Full ? ~0u : chunkMask(n - i), va, vb);
-        if (fast) {
+        if (word_kernels && fast) {
+          words = encodeWords<R>(_mm512_maskz_loadu_epi16(km, x + (begin + i) * es), wv, wc);
+        } else if (fast) {
+          loadChunk<K>(x + (begin + i) * es, km, va, vb);
           words = chunkWords<K>(encodeFloatFast16<R>(va, k1, thr, pmul, kc), encodeFloatFast16<R>(vb, k1, thr, pmul, kc));
         } else {
+          loadChunk<K>(x + (begin + i) * es, km, va, vb);
           __m512i ra = _mm512_setzero_si512(), rb2 = _mm512_setzero_si512();
           if constexpr (R == 3) chunkRandom<K>(c.random_key, static_cast<uint64_t>(begin + i), ra, rb2);
           words = chunkWords<K>(encode16<Int, R>(va, a, kc, ra), encode16<Int, R>(vb, a, kc, rb2));
@@ -314,9 +414,16 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
 template <FloatKind K, bool Int, int R, typename CodeT>
 void quantizeColumnsLoop(const char* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   const ElemConsts kc = elemConsts(c);
-  forEachColumnChunk<K, R>(x, c, rb, re, scales,
+  const bool word_kernels = wordsApply<K, Int, R>(c);
+  const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
+  forEachColumnChunk<K, R>(x, c, rb, re, scales, word_kernels,
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
-                               __m512i ra, __m512i rb2) {
+                               __m512i ra, __m512i rb2, __m512i h) {
+    if (word_kernels && ((t.fast[w / 16] | t.dead[w / 16]) & (t.fast[w / 16 + 1] | t.dead[w / 16 + 1])) == 0xFFFF) {
+      const __m512i words = _mm512_maskz_mov_epi16(~t.wdead[w / 32], encodeWords<R>(h, t.wordVecs(w), wc));
+      storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_bits), n, words, c.pack_bits, c.stream_stores);
+      return;
+    }
     // Dead lanes store code 0; a vector whose live lanes are all fast takes the fast path.
     auto codes16 = [&](__m512 v, int64_t at, __m512i rnd) {
       const __mmask16 live = static_cast<__mmask16>(~t.dead[at / 16]);
