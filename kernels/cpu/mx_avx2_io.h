@@ -72,6 +72,54 @@ inline void storeCodes8(CodeT* p, __m256i codes, int64_t n) {
   std::memcpy(p, buf, static_cast<size_t>(n) * sizeof(CodeT));
 }
 
+/// Stores the first n (a whole number of packing groups, <= 8) of 8 codes packed (pack_bits 4,
+/// 2 or 6, see mx_code_pack.h) at p, the packed byte of the first code's group. As 32-bit lanes
+/// of the 16-bit codes, even code low and odd code at bit 16, pairs fold with one shift and OR,
+/// and pairs of pairs as 64-bit lanes (as storeCodeWords of the AVX-512 kernels).
+inline void storePackedCodes8(uint8_t* p, __m256i codes, int64_t n, int32_t pack_bits) {
+  const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(codes), _mm256_extracti128_si256(codes, 1));
+  __m128i b;
+  int64_t bytes;
+  if (pack_bits == 4) {
+    b = _mm_shuffle_epi8(_mm_or_si128(w, _mm_srli_epi32(w, 12)), _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1,
+                                                                               -1, -1, -1, -1, -1));
+    bytes = n / 2;
+  } else if (pack_bits == 2) {
+    const __m128i d = _mm_or_si128(w, _mm_srli_epi32(w, 14));
+    b = _mm_shuffle_epi8(_mm_or_si128(d, _mm_srli_epi64(d, 28)), _mm_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                              -1, -1, -1, -1, -1));
+    bytes = n / 4;
+  } else {
+    const __m128i d = _mm_and_si128(_mm_or_si128(w, _mm_srli_epi32(w, 10)), _mm_set1_epi32(0xFFF));
+    b = _mm_shuffle_epi8(_mm_or_si128(d, _mm_srli_epi64(d, 20)), _mm_setr_epi8(0, 1, 2, 8, 9, 10, -1, -1, -1, -1, -1,
+                                                                              -1, -1, -1, -1, -1));
+    bytes = n / 4 * 3;
+  }
+  if (n == 8) {  // fixed-size stores: a memcpy of a runtime length is a call
+    if (pack_bits == 4) {
+      const int32_t v = _mm_cvtsi128_si32(b);
+      std::memcpy(p, &v, 4);
+    } else if (pack_bits == 2) {
+      const int16_t v = static_cast<int16_t>(_mm_cvtsi128_si32(b));
+      std::memcpy(p, &v, 2);
+    } else {
+      const int64_t v = _mm_cvtsi128_si64(b);
+      std::memcpy(p, &v, 6);
+    }
+    return;
+  }
+  alignas(16) uint8_t buf[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(buf), b);
+  std::memcpy(p, buf, static_cast<size_t>(bytes));
+}
+
+/// Codes of elements [e, e + n) (n <= 8): one CodeT each, or packed (MxCall::pack_bits).
+template <typename CodeT>
+inline void storeCodes8At(void* codes, int64_t e, __m256i v, int64_t n, int32_t pack_bits) {
+  if (pack_bits != 0) return storePackedCodes8(static_cast<uint8_t*>(codeAt<CodeT>(codes, e, pack_bits)), v, n, pack_bits);
+  storeCodes8(static_cast<CodeT*>(codes) + e, v, n);
+}
+
 /// Running max |x| and NaN lanes of 8 lanes (NaN tracked apart: MAXPS returns its second
 /// operand when the first is NaN).
 struct Max8 {

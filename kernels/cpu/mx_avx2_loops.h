@@ -81,11 +81,12 @@ inline void fakeQuantizeRun8(const typename IO<K>::T* x, typename IO<K>::T* y, i
 }
 
 template <FloatKind K, bool Int, int R, typename CodeT>
-inline void quantizeRun8(const typename IO<K>::T* x, CodeT* codes, int64_t begin, int64_t n, __m256 inv, __m256 live,
-                         Elem8 k, uint32_t key) {
+inline void quantizeRun8(const typename IO<K>::T* x, void* codes, int64_t begin, int64_t n, __m256 inv, __m256 live,
+                         Elem8 k, const MxCall& c) {
   for (int64_t i = 0; i < n; i += 8) {
-    const __m256i rnd = R == 3 ? random8(key, static_cast<uint64_t>(begin + i)) : _mm256_setzero_si256();
-    storeCodes8(codes + begin + i, encodeLanes8<Int, R>(load8<K>(x + begin + i, n - i), inv, live, k, rnd), n - i);
+    const __m256i rnd = R == 3 ? random8(c.random_key, static_cast<uint64_t>(begin + i)) : _mm256_setzero_si256();
+    storeCodes8At<CodeT>(codes, begin + i, encodeLanes8<Int, R>(load8<K>(x + begin + i, n - i), inv, live, k, rnd),
+                         std::min<int64_t>(8, n - i), c.pack_bits);
   }
 }
 
@@ -107,10 +108,9 @@ template <FloatKind K, bool Int, int R, typename CodeT>
 void quantizeContiguous8(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   using T = typename IO<K>::T;
   const T* x = static_cast<const T*>(xv);
-  CodeT* codes = static_cast<CodeT*>(cv);
   const Elem8 k = elem8(c);
   forEachContiguousBlock8<K>(x, c, rb, re, scales, [&](const Blocks8& b, int lane, int64_t begin, int64_t n) {
-    quantizeRun8<K, Int, R>(x, codes, begin, n, broadcastLane(b.inv, lane), broadcastLane(b.live, lane), k, c.random_key);
+    quantizeRun8<K, Int, R, CodeT>(x, cv, begin, n, broadcastLane(b.inv, lane), broadcastLane(b.live, lane), k, c);
   });
 }
 
@@ -178,12 +178,11 @@ template <FloatKind K, bool Int, int R, typename CodeT>
 void quantizeColumns8(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   using T = typename IO<K>::T;
   const T* x = static_cast<const T*>(xv);
-  CodeT* codes = static_cast<CodeT*>(cv);
   const Elem8 k = elem8(c);
   forEachColumnStep<K>(x, c, rb, re, scales, [&](const ColumnLanes& t, int64_t e, int64_t w, int64_t n) {
     const __m256i rnd = R == 3 ? random8(c.random_key, static_cast<uint64_t>(e + w)) : _mm256_setzero_si256();
-    storeCodes8(codes + e + w, encodeLanes8<Int, R>(load8<K>(x + e + w, n), _mm256_load_ps(t.inv + w),
-                                                    _mm256_load_ps(t.live + w), k, rnd), n);
+    storeCodes8At<CodeT>(cv, e + w, encodeLanes8<Int, R>(load8<K>(x + e + w, n), _mm256_load_ps(t.inv + w),
+                                                         _mm256_load_ps(t.live + w), k, rnd), n, c.pack_bits);
   });
 }
 

@@ -326,19 +326,6 @@ void fakeQuantizeColumnsSimd(const void* x, void* y, int64_t rb, int64_t re, con
 
 // ---- mx_quantize: codes and scale bytes instead of values ---------------------------------------
 
-/// Where the codes of element `e` start: CodeT units, or the packed byte of its group
-/// (MxCall::pack_bits; e is the first element of a group).
-template <typename CodeT>
-inline void* codeAt(void* codes, int64_t e, int32_t pack_bits) {
-  uint8_t* b = static_cast<uint8_t*>(codes);
-  switch (pack_bits) {
-    case 4: return b + e / 2;
-    case 2: return b + e / 4;
-    case 6: return b + e / 4 * 3;
-    default: return static_cast<CodeT*>(codes) + e;
-  }
-}
-
 template <FloatKind K, bool Int, int R, typename CodeT, bool Full>
 void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   constexpr int64_t es = elemBytes<K>();

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <string>
 
+#include "kernels/cpu/mx_code_pack.h"
 #include "kernels/cpu/mx_microkernels.h"
 #include "kernels/linear_mx.h"
 #include "kernels/mx/mx_args.h"
@@ -66,26 +67,10 @@ void packCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t len, const
     for (int64_t r = b; r < e; ++r) {
       const uint8_t* src = in + r * len;
       uint8_t* dst = out + r * groups * l.group_bytes;
-      // Whole groups in simple loops the compiler vectorizes; the partial last group below.
+      // Whole groups first; the partial last group below.
       const int64_t whole = len / l.per_group;
-      int64_t g0 = 0;
-      if (l.per_group == 2) {
-        for (int64_t g = 0; g < whole; ++g) dst[g] = static_cast<uint8_t>(src[2 * g] | (src[2 * g + 1] << 4));
-        g0 = whole;
-      } else if (l.per_group == 4 && l.group_bytes == 1) {
-        for (int64_t g = 0; g < whole; ++g) {
-          dst[g] = static_cast<uint8_t>(src[4 * g] | (src[4 * g + 1] << 2) | (src[4 * g + 2] << 4) | (src[4 * g + 3] << 6));
-        }
-        g0 = whole;
-      } else if (l.per_group == 4 && l.group_bytes == 3) {
-        for (int64_t g = 0; g < whole; ++g) {
-          const uint32_t w = src[4 * g] | (src[4 * g + 1] << 6) | (src[4 * g + 2] << 12) | (uint32_t(src[4 * g + 3]) << 18);
-          dst[3 * g] = w & 0xFF;
-          dst[3 * g + 1] = (w >> 8) & 0xFF;
-          dst[3 * g + 2] = (w >> 16) & 0xFF;
-        }
-        g0 = whole;
-      }
+      cpu::packCodeRun(src, whole * l.per_group, l.bits, dst);
+      const int64_t g0 = whole;
       for (int64_t g = g0; g < groups; ++g) {
         uint32_t word = 0;
         for (int i = 0; i < l.per_group; ++i) {
@@ -106,12 +91,12 @@ std::tuple<at::Tensor, at::Tensor> mxQuantizeCpu(const at::Tensor& x, c10::strin
   const CodeLayout layout = codeLayout(spec.format);
   const at::Tensor xc = x.contiguous();
   const bool wide = layout.bits > 8;
-  // The AVX-512 kernel packs sub-byte codes itself when no packing group straddles a row or,
-  // along the last axis, a block (strided blocks are packed across neighbouring columns, which
-  // never straddle).
+  // The kernels (every ISA) pack sub-byte codes themselves when no packing group straddles a
+  // row or, along the last axis, a block (strided blocks are packed across neighbouring
+  // columns, which never straddle); otherwise packCodes does it in a second pass.
   const bool axis_last = spec.axis == xc.dim() - 1;
   const bool pack_in_kernel = layout.packed() && xc.dim() > 0 && xc.size(-1) % layout.per_group == 0 &&
-                              (!axis_last || spec.block % layout.per_group == 0) && cpu::mxKernels().packs_codes;
+                              (!axis_last || spec.block % layout.per_group == 0);
   at::Tensor codes = pack_in_kernel ? at::empty(codesShape(xc.sizes(), layout), xc.options().dtype(at::kByte))
                                     : at::empty(xc.sizes(), xc.options().dtype(wide ? at::kShort : at::kByte));
   at::Tensor scales = at::empty(scalesShape(xc.sizes(), spec), xc.options().dtype(at::kByte));

@@ -23,6 +23,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/mx_code_pack.h"
 #include "kernels/cpu/mx_microkernels.h"
 
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
@@ -210,14 +211,29 @@ void quantizeRowsTo(const void* xv, void* cv, uint8_t* scales, int64_t rb, int64
         inv[w] = (s == 255u || flush) ? 0.0f : 1.0f / scaleValue(s);
         scales[(o * nblocks + j) * c.inner + w0 + w] = s_byte[w];
       }
-      for (int64_t l = l0; l < l1; ++l) {
-        const int64_t base = (o * c.len + l) * c.inner + w0;
-        for (int64_t w = 0; w < nw; ++w) {
-          const uint32_t rnd = (R == 3) ? elementRandom(c.random_key, static_cast<uint64_t>(base + w)) : 0u;
-          const float v = inv[w] == 0.0f ? 0.0f : IO<K>::load(x[base + w]) * inv[w];
-          const float q = quantizeElement<R>(v, p, rnd);
-          codes[base + w] = static_cast<CodeT>(encodeElement(q, p, c.ebits, c.code_bits));
+      // Codes go out in runs of up to kColumns through `run`: along the columns of a row, or
+      // with one column (inner == 1) along the block. Sub-byte codes are packed from there: each
+      // run starts and ends on a packing group (MxCall::pack_bits: rows, tiles and blocks are
+      // whole groups). One call site of the element functions, which GCC inlines (with one per
+      // layout it called encodeElement per element: 0.75x).
+      const bool along_block = c.inner == 1;
+      CodeT run[kColumns];
+      for (int64_t l = l0; l < l1; l += along_block ? kColumns : 1) {
+        const int64_t e = (o * c.len + l) * c.inner + w0;
+        const int64_t n = along_block ? std::min(kColumns, l1 - l) : nw;
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t w = along_block ? 0 : i;
+          const uint32_t rnd = (R == 3) ? elementRandom(c.random_key, static_cast<uint64_t>(e + i)) : 0u;
+          const float v = inv[w] == 0.0f ? 0.0f : IO<K>::load(x[e + i]) * inv[w];
+          run[i] = static_cast<CodeT>(encodeElement(quantizeElement<R>(v, p, rnd), p, c.ebits, c.code_bits));
         }
+        if constexpr (sizeof(CodeT) == 1) {
+          if (c.pack_bits != 0) {
+            packCodeRun(run, n, c.pack_bits, static_cast<uint8_t*>(codeAt<CodeT>(cv, e, c.pack_bits)));
+            continue;
+          }
+        }
+        std::memcpy(codes + e, run, static_cast<size_t>(n) * sizeof(CodeT));
       }
     }
   }
@@ -258,9 +274,6 @@ void quantizeRows(const void* x, void* codes, uint8_t* scales, int64_t rb, int64
 inline MxKernels makeMxTable(const char* name) {
   MxKernels t{};
   t.name = name;
-#if defined(PT2Q_VEC_AVX512)
-  t.packs_codes = true;
-#endif
   t.fake_quantize[0] = &fakeQuantize<FloatKind::kF32>;
   t.fake_quantize[1] = &fakeQuantize<FloatKind::kBF16>;
   t.fake_quantize[2] = &fakeQuantize<FloatKind::kF16>;

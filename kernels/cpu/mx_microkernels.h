@@ -53,8 +53,6 @@ struct MxKernels {
   const char* name;
   MxFakeQuantizeFn fake_quantize[kNumFloatKinds];
   MxQuantizeFn quantize[kNumFloatKinds];
-  /// quantize honours MxCall::pack_bits (writes 2-, 4- and 6-bit codes packed itself).
-  bool packs_codes = false;
 };
 
 const MxKernels& mxKernels();

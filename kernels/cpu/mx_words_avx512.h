@@ -28,7 +28,7 @@ struct WordParams16 {
 };
 
 /// Word parameters of the fast blocks of bp (other lanes: unused values).
-inline void wordParams16(const BlockParams16& bp, const MxCall& c, WordParams16* out) {
+PT2Q_MX_INLINE void wordParams16(const BlockParams16& bp, const MxCall& c, WordParams16* out) {
   const __m512i e1 = _mm512_max_epi32(_mm512_add_epi32(_mm512_sub_epi32(bp.s, _mm512_set1_epi32(127)),
                                                        _mm512_set1_epi32(c.emin + 126)),
                                       _mm512_setzero_si512());
@@ -62,7 +62,7 @@ struct WordConsts {
   __m512i half;       // the rounding add of fake-quantize (as k1's)
 };
 
-inline WordConsts wordConsts(const MxCall& c, const ElemConsts& k) {
+PT2Q_MX_INLINE WordConsts wordConsts(const MxCall& c, const ElemConsts& k) {
   WordConsts w;
   w.h = _mm_cvtsi32_si128(7 - c.m);
   w.h_vec = _mm512_set1_epi16(static_cast<int16_t>(7 - c.m));
