@@ -1,10 +1,11 @@
 // CPU linear_mx. Few input rows (decode): each thread streams a range of weight rows through the
-// AVX-512 row kernel (codes decoded in registers, never stored as floats), up to 4 x rows per
-// pass; codes the kernel does not cover (a ragged tail of K, a block size that is not a multiple
-// of 32, formats without a vector decode) go through a portable loop that decodes one code at a
-// time as mx_dequantize does. Many rows (prefill): 256-row tiles of the weight are dequantized by
-// the same decoders and multiplied by ATen's fp32 GEMM (bf16 GEMM for bf16 x, from 12 rows), so
-// the float weight never exists whole. MXINT8 weights with MXINT8 x skip all of that from 5 rows:
+// vector row kernel (AVX-512 or AVX2, linear_mx_rows_impl.h: codes decoded in registers, never
+// stored as floats), up to 4 x rows per pass; codes the kernel does not cover (a ragged tail of
+// K, a block size that is not a multiple of 32, formats without a vector decode) go through a
+// portable loop that decodes one code at a time as mx_dequantize does (one x row; more rows
+// without vector kernels take the tiled path below). Many rows (prefill): 256-row tiles of the
+// weight are dequantized by the same decoders and multiplied by ATen's fp32 GEMM (bf16 GEMM for
+// bf16 x, from 12 rows), so the float weight never exists whole. MXINT8 weights with MXINT8 x skip all of that from 5 rows:
 // integer dot products per block (cpu/x86_avx512/linear_mx_vnni.cpp).
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
