@@ -15,6 +15,7 @@ constexpr int64_t kChunk = 32;
 // (23 % of the time), and blockParams16's masks came back through memory, where a wider load of
 // two of them missed store forwarding (10 %).
 #define PT2Q_MX_INLINE inline __attribute__((always_inline))
+#define PT2Q_MX_LAMBDA_INLINE __attribute__((always_inline))
 
 // With AVX512_BF16 (the avx512_bf16 table) bf16 is narrowed by vcvtne2ps2bf16 (see
 // narrowToBF16); the chunk order stays the same.
@@ -344,6 +345,20 @@ inline __m512 contiguousMaxima16(const char* x, const BlockRuns16& runs, int64_t
   return absBitsToFloat<K>(transposeMax16(v));
 }
 
+/// NaN-propagating max |x| as bf16 words (element order) of 32 bf16 columns [w, w + 32), masked
+/// by k, over rows [l0, l1) of outer index o; prefetching as columnMaxima32.
+inline __m512i columnMaxWords32(const char* x, const MxCall& c, int64_t o, int64_t l0, int64_t l1, int64_t w, __mmask32 k,
+                                int64_t ahead) {
+  __m512i mh = _mm512_setzero_si512();
+  for (int64_t l = l0; l < l1; ++l) {
+    const char* p = x + ((o * c.len + l) * c.inner + w) * 2;
+    _mm_prefetch(p + ahead, _MM_HINT_T0);
+    const __m512i h = k == 0xFFFFFFFFu ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(k, p);
+    mh = _mm512_max_epu16(mh, _mm512_and_si512(h, _mm512_set1_epi16(0x7FFF)));
+  }
+  return mh;
+}
+
 /// NaN-propagating max |x| of 32 columns [w, w + 32) (lanes of chunk order, masked by k) over
 /// rows [l0, l1) of outer index o; a and b receive the chunk's two halves. The same columns
 /// `ahead` bytes further on (the next tile) are prefetched: the hardware prefetcher does not
@@ -368,13 +383,6 @@ inline void columnMaxima32(const char* x, const MxCall& c, int64_t o, int64_t l0
     a = _mm512_castsi512_ps(ma);
     b = _mm512_castsi512_ps(mb);
   } else {
-    __m512i mh = _mm512_setzero_si512();
-    for (int64_t l = l0; l < l1; ++l) {
-      const char* p = x + ((o * c.len + l) * c.inner + w) * es;
-      _mm_prefetch(p + ahead, _MM_HINT_T0);
-      const __m512i h = k == 0xFFFFFFFFu ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(k, p);
-      mh = _mm512_max_epu16(mh, _mm512_and_si512(h, _mm512_set1_epi16(0x7FFF)));
-    }
-    widenChunk<K>(mh, a, b);  // the same lane order as the elements
+    widenChunk<K>(columnMaxWords32(x, c, o, l0, l1, w, k, ahead), a, b);  // the same lane order as the elements
   }
 }

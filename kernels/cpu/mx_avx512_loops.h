@@ -5,15 +5,19 @@
 // transposing reduction, their parameters in one vector step (and their scale bytes stored when
 // `scales` is not null), then body(bp, k, begin, n) for block k of the 16, elements
 // [begin, begin + n). Full: see contiguousMaxima16 (the common case, compiled without masks);
-// then 16 blocks of exactly 32 elements starting at element `begin` first go to group(bp,
-// begin), which handles them all and returns true, or returns false to leave them to body.
-template <FloatKind K, bool Full, typename Group, typename Body>
+// then 16 blocks of exactly 32 elements starting at element `begin` first go to
+// word_group(begin) (mx_words_group_avx512.h), then to group(bp, begin); either handles them all
+// and returns true, or returns false, having written nothing, to leave them to the next.
+template <FloatKind K, bool Full, typename WordGroup, typename Group, typename Body>
 inline void forEachContiguousBlock(const char* x, const MxCall& c, int64_t rb, int64_t re, uint8_t* scales,
-                                   Group&& group, Body&& body) {
+                                   WordGroup&& word_group, Group&& group, Body&& body) {
   BlockParams16 bp;
   BlockRuns16 runs;
   for (int64_t r0 = rb; r0 < re; r0 += 16) {
     const int64_t nr = std::min<int64_t>(16, re - r0);
+    if constexpr (Full) {
+      if (nr == 16 && c.block == kChunk && word_group(r0 * kChunk)) continue;
+    }
     if constexpr (Full) {
       runs.nr = nr;
       runs.begin[0] = r0 * c.block;
@@ -62,16 +66,8 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     }
   };
   auto group = [&](const BlockParams16& bp, int64_t begin) {
-    if (R == 3 || bp.nan != 0) return false;  // flushed blocks need nothing: b makes them +0
-    if (word_kernels && bp.fast == 0xFFFF) {
-      wordParams16(bp, c, &wp);
-      const bool stream = Stream && reinterpret_cast<uintptr_t>(y + begin * es) % 64 == 0;
-      for (int k = 0; k < 16; ++k) {
-        const int64_t at = (begin + k * kChunk) * es;
-        wordChunk(x + at, y + at, ~0u, blockWordVecs(wp, k), stream);
-      }
-      return true;
-    }
+    // flushed blocks need nothing: b makes them +0; groups of fast blocks took word_group
+    if (R == 3 || bp.nan != 0) return false;
     const bool fast = !Int && R == 0 && kc.fast_fake && bp.fast == 0xFFFF;
     const __m512 av = _mm512_load_ps(bp.a), bv = _mm512_load_ps(bp.b), thrv = fast ? _mm512_load_ps(bp.thr) : av;
     const bool stream = Stream && reinterpret_cast<uintptr_t>(y + begin * es) % 64 == 0;
@@ -99,8 +95,11 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     }
     return true;
   };
-  forEachContiguousBlock<K, Full>(x, c, rb, re, nullptr, group, [&](const BlockParams16& bp, int64_t k, int64_t begin,
-                                                                    int64_t n) {
+  auto word_group = [&](int64_t begin) PT2Q_MX_LAMBDA_INLINE {
+    return word_kernels && fakeQuantizeWordGroup<R, Stream>(x + begin * es, y + begin * es, c, wc);
+  };
+  forEachContiguousBlock<K, Full>(x, c, rb, re, nullptr, word_group, group, [&](const BlockParams16& bp, int64_t k,
+                                                                                int64_t begin, int64_t n) {
     if (word_kernels && k == 0) wordParams16(bp, c, &wp);  // body runs k = 0, 1, ... for each group
     const char* xb = x + begin * es;
     char* yb = y + begin * es;
@@ -159,16 +158,34 @@ struct ColumnTile {
   alignas(64) float thr[kWidth];
   alignas(64) float pmul[kWidth];
   // The word kernels' parameters (WordParams16) in element order, and the dead lanes' mask in
-  // element order, when `words` (bf16 float formats: wordsApply).
+  // element order, when `words` (bf16 float formats: wordsApply); where `table` (Fp4Table on),
+  // whether each chunk's live lanes can take the table.
   bool words;
+  bool table;
   alignas(64) uint16_t wk1[kWidth];
   alignas(64) uint16_t wthr[kWidth];
   alignas(64) uint16_t we1[kWidth];
+  alignas(64) uint16_t whs[kWidth];
   alignas(64) uint16_t wb[kWidth];
+  alignas(64) uint16_t wbase[kWidth];
   __mmask32 wdead[kWidth / 32];
+  bool wtable[kWidth / 32];
+
+  /// The word parameters of lanes [w, w + 32) from those of its two halves; order(lo, hi) puts
+  /// the low words of two WordParams16 arrays in element order.
+  template <typename Order>
+  void setWords(int64_t w, const WordParams16 (&wp)[2], Order&& order) {
+    _mm512_store_si512(wk1 + w, order(wp[0].k1, wp[1].k1));
+    _mm512_store_si512(wthr + w, order(wp[0].thr, wp[1].thr));
+    _mm512_store_si512(we1 + w, order(wp[0].e1, wp[1].e1));
+    _mm512_store_si512(whs + w, order(wp[0].hs, wp[1].hs));
+    _mm512_store_si512(wb + w, order(wp[0].b, wp[1].b));
+    _mm512_store_si512(wbase + w, order(wp[0].base, wp[1].base));
+  }
 
   WordVecs wordVecs(int64_t w) const {
-    return {_mm512_load_si512(wk1 + w), _mm512_load_si512(wthr + w), _mm512_load_si512(we1 + w), _mm512_load_si512(wb + w)};
+    return {_mm512_load_si512(wk1 + w), _mm512_load_si512(wthr + w), _mm512_load_si512(we1 + w), _mm512_load_si512(whs + w),
+            _mm512_load_si512(wb + w)};
   }
 };
 
@@ -179,14 +196,61 @@ inline __m512i chunkOrderWords(const int32_t* a, const int32_t* b) {
   return _mm512_packus_epi32(_mm512_and_si512(_mm512_load_si512(a), lo), _mm512_and_si512(_mm512_load_si512(b), lo));
 }
 
+/// The words of 32 lanes held in element order as the low halves of two int32 vectors (lanes
+/// 0-15, 16-31), in element order.
+PT2Q_MX_INLINE __m512i elementOrderWords(__m512i lo, __m512i hi) {
+  const __m512i even = _mm512_setr_epi32(0x00020000, 0x00060004, 0x000A0008, 0x000E000C, 0x00120010, 0x00160014,
+                                         0x001A0018, 0x001E001C, 0x00220020, 0x00260024, 0x002A0028, 0x002E002C,
+                                         0x00320030, 0x00360034, 0x003A0038, 0x003E003C);
+  return _mm512_permutex2var_epi16(lo, even, hi);
+}
+
+/// The word kernels' parameters of 32 columns [w, w + 32) of a tile (at most nw live) from
+/// their max |x| (a0: columns w to w + 15, a1: the next 16), and their scale bytes: the whole of
+/// what the word path reads, without BlockParams16's fp32 vectors. False, having written
+/// nothing, unless every column is fast (then columnTileParams's general step takes them).
+PT2Q_MX_INLINE bool columnWordParams(__m512 a0, __m512 a1, const MxCall& c, int64_t w, int64_t nw, ColumnTile* t,
+                                     uint8_t* scales) {
+  const __m512i s0 = scaleBytes16(a0, c), s1 = scaleBytes16(a1, c);
+  if ((fastBlocks16(s0, deadBlocks16(a0, s0, c), c) & fastBlocks16(s1, deadBlocks16(a1, s1, c), c)) != 0xFFFF) return false;
+  WordParams16 wp[2];
+  wordParams16(s0, _mm512_scalef_ps(_mm512_set1_ps(c.max_norm), _mm512_cvtepi32_ps(_mm512_sub_epi32(s0, _mm512_set1_epi32(127)))),
+               true, c, &wp[0]);
+  wordParams16(s1, _mm512_scalef_ps(_mm512_set1_ps(c.max_norm), _mm512_cvtepi32_ps(_mm512_sub_epi32(s1, _mm512_set1_epi32(127)))),
+               true, c, &wp[1]);
+  t->setWords(w, wp, [](const int32_t* lo, const int32_t* hi) {
+    return elementOrderWords(_mm512_load_si512(lo), _mm512_load_si512(hi));
+  });
+  t->fast[w / 16] = t->fast[w / 16 + 1] = 0xFFFF;  // lane order does not matter: all ones
+  t->dead[w / 16] = t->dead[w / 16 + 1] = 0;
+  t->wdead[w / 32] = 0;
+  t->wtable[w / 32] = fp4TableApplies(t->table, s0, 0xFFFF, c) && fp4TableApplies(t->table, s1, 0xFFFF, c);
+  if (scales != nullptr) {
+    _mm256_mask_storeu_epi8(scales, chunkMask(nw - w), _mm512_cvtepi16_epi8(elementOrderWords(s0, s1)));
+  }
+  return true;
+}
+
 template <FloatKind K>
 void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int64_t w0, int64_t nw,
                       ColumnTile* t, uint8_t* scales) {
   const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   for (int64_t w = 0; w < nw; w += kChunk) {
+    uint8_t* scales_at = scales == nullptr ? nullptr : scales + (o * nblocks + j) * c.inner + w0 + w;
     __m512 ma, mb;
-    columnMaxima32<K>(x, c, o, l0, l1, w0 + w, chunkMask(nw - w), ma, mb, ColumnTile::kWidth * elemBytes<K>());
+    if constexpr (K == FloatKind::kBF16) {
+      const __m512i mh = columnMaxWords32(x, c, o, l0, l1, w0 + w, chunkMask(nw - w), ColumnTile::kWidth * 2);
+      if (t->words) {
+        const __m512 a0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(mh)), 16));
+        const __m512 a1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(mh, 1)), 16));
+        if (columnWordParams(a0, a1, c, w, nw, t, scales_at)) continue;
+      }
+      widenChunk<K>(mh, ma, mb);  // the same lane order as the elements
+    } else {
+      columnMaxima32<K>(x, c, o, l0, l1, w0 + w, chunkMask(nw - w), ma, mb, ColumnTile::kWidth * elemBytes<K>());
+      if (K == FloatKind::kF32 && t->words && columnWordParams(ma, mb, c, w, nw, t, scales_at)) continue;
+    }
     BlockParams16 bp[2];
     blockParams16(ma, c, &bp[0]);
     blockParams16(mb, c, &bp[1]);
@@ -207,19 +271,25 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
       WordParams16 wp[2];
       wordParams16(bp[0], c, &wp[0]);
       wordParams16(bp[1], c, &wp[1]);
-      _mm512_store_si512(t->wk1 + w, chunkOrderWords(wp[0].k1, wp[1].k1));
-      _mm512_store_si512(t->wthr + w, chunkOrderWords(wp[0].thr, wp[1].thr));
-      _mm512_store_si512(t->we1 + w, chunkOrderWords(wp[0].e1, wp[1].e1));
-      _mm512_store_si512(t->wb + w, chunkOrderWords(wp[0].b, wp[1].b));
+      // the two halves of bp in chunk lane order (bf16: interleaved, see widenChunk) to element order
+      auto words = [&](const int32_t* lo, const int32_t* hi) {
+        if constexpr (K == FloatKind::kBF16) return chunkOrderWords(lo, hi);
+        return elementOrderWords(_mm512_load_si512(lo), _mm512_load_si512(hi));
+      };
+      t->setWords(w, wp, words);
       const __m512i one = _mm512_set1_epi32(1);
-      const __m512i dead = _mm512_packus_epi32(_mm512_maskz_mov_epi32(bp[0].dead, one), _mm512_maskz_mov_epi32(bp[1].dead, one));
-      t->wdead[w / 32] = _mm512_test_epi16_mask(dead, dead);
+      alignas(64) int32_t dead[2][16];
+      _mm512_store_si512(dead[0], _mm512_maskz_mov_epi32(bp[0].dead, one));
+      _mm512_store_si512(dead[1], _mm512_maskz_mov_epi32(bp[1].dead, one));
+      const __m512i dw = words(dead[0], dead[1]);
+      t->wdead[w / 32] = _mm512_test_epi16_mask(dw, dw);
+      t->wtable[w / 32] = fp4TableApplies(t->table, bp[0].s, static_cast<__mmask16>(~bp[0].dead), c) &&
+                          fp4TableApplies(t->table, bp[1].s, static_cast<__mmask16>(~bp[1].dead), c);
     }
     // Scale bytes leave in vector form: reading them back from memory right after a vector
     // store stalls store forwarding, which cost more than the whole element pass.
-    if (scales != nullptr) {
-      _mm256_mask_storeu_epi8(scales + (o * nblocks + j) * c.inner + w0 + w, chunkMask(nw - w),
-                              _mm512_cvtepi16_epi8(chunkWords<K>(bp[0].s, bp[1].s)));
+    if (scales_at != nullptr) {
+      _mm256_mask_storeu_epi8(scales_at, chunkMask(nw - w), _mm512_cvtepi16_epi8(chunkWords<K>(bp[0].s, bp[1].s)));
     }
   }
 }
@@ -228,15 +298,16 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
 // pass reads whole cache lines of each row; each lane has its own block parameters. Calls
 // body(t, row, w, n, a, b, ra, rb, h) for every chunk of columns [w, w + n) of element row `row`
 // (flat index of the tile's first column), with the chunk loaded (h: its 16-bit elements as
-// loaded, element order; fp32: unused) and, for stochastic rounding, its random bits. `words`:
-// the tiles carry the word kernels' parameters.
+// loaded, element order; fp32: topWords where `words`, else unused) and, for stochastic rounding, its random bits. `words`:
+// the tiles carry the word kernels' parameters; `table`: and which chunks can take Fp4Table.
 template <FloatKind K, int R, typename Body>
 inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64_t re, uint8_t* scales, bool words,
-                               Body&& body) {
+                               bool table, Body&& body) {
   constexpr int64_t es = elemBytes<K>();
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   ColumnTile t;
   t.words = words;
+  t.table = table;
   for (int64_t r = rb; r < re; ++r) {
     const int64_t o = r / nblocks, j = r % nblocks;
     const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
@@ -256,6 +327,7 @@ inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64
           __m512i h = _mm512_setzero_si512();
           if constexpr (K == FloatKind::kF32) {
             loadChunk<K>(x + (row + w) * es, chunkMask(nw - w), va, vb);
+            if (words) h = topWords(va, vb);
           } else {
             h = _mm512_maskz_loadu_epi16(chunkMask(nw - w), x + (row + w) * es);
             widenChunk<K>(h, va, vb);
@@ -276,7 +348,7 @@ void fakeQuantizeColumnsLoop(const char* x, char* y, int64_t rb, int64_t re, con
   const __m512 vnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
   const bool word_kernels = wordsApply<K, Int, R>(c);
   const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
-  forEachColumnChunk<K, R>(x, c, rb, re, nullptr, word_kernels,
+  forEachColumnChunk<K, R>(x, c, rb, re, nullptr, word_kernels, false,
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
                                __m512i ra, __m512i rb2, __m512i h) {
     if (word_kernels && (t.fast[w / 16] & t.fast[w / 16 + 1]) == 0xFFFF) {
@@ -331,20 +403,13 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
   constexpr int64_t es = elemBytes<K>();
   const ElemConsts kc = elemConsts(c);
   // 16 live blocks of 32 (float formats: all on the fast path): parameters by lane permutes.
-  const bool word_kernels = wordsApply<K, Int, R>(c);  // bf16: mx_words_avx512.h
+  const bool word_kernels = quantizeWordsApply<K, Int, R>(c);  // mx_words_avx512.h
   const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
+  const Fp4Table fp4 = word_kernels ? fp4Table(c) : Fp4Table{};
   WordParams16 wp;
   auto group = [&](const BlockParams16& bp, int64_t begin) {
-    if (R == 3 || bp.dead != 0 || (!Int && bp.fast != 0xFFFF)) return false;
-    if (word_kernels) {
-      wordParams16(bp, c, &wp);
-      __m512i w16[16];
-      for (int k = 0; k < 16; ++k) {
-        w16[k] = encodeWords<R>(_mm512_loadu_si512(x + (begin + k * kChunk) * es), blockWordVecs(wp, k), wc);
-      }
-      storeCodeGroup<CodeT>(codeAt<CodeT>(codes, begin, c.pack_bits), w16, c.pack_bits, c.stream_stores);
-      return true;
-    }
+    // word_kernels: a group of fast blocks took word_group
+    if (R == 3 || bp.dead != 0 || (!Int && bp.fast != 0xFFFF) || word_kernels) return false;
     const __m512 av = _mm512_load_ps(bp.a), thrv = _mm512_load_ps(bp.thr), pmulv = _mm512_load_ps(bp.pmul);
     const __m512i k1v = _mm512_load_si512(bp.k1);
     __m512i words[16];
@@ -365,8 +430,13 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
     storeCodeGroup<CodeT>(codeAt<CodeT>(codes, begin, c.pack_bits), words, c.pack_bits, c.stream_stores);
     return true;
   };
-  forEachContiguousBlock<K, Full>(x, c, rb, re, scales, group, [&](const BlockParams16& bp, int64_t k, int64_t begin,
-                                                                   int64_t n) {
+  auto word_group = [&](int64_t begin) PT2Q_MX_LAMBDA_INLINE {
+    return word_kernels &&
+           quantizeWordGroup<K, R, CodeT>(x + begin * es, codeAt<CodeT>(codes, begin, c.pack_bits), scales + begin / kChunk, c, wc,
+                                       fp4);
+  };
+  forEachContiguousBlock<K, Full>(x, c, rb, re, scales, word_group, group, [&](const BlockParams16& bp, int64_t k,
+                                                                               int64_t begin, int64_t n) {
     const bool dead = (bp.dead >> k) & 1u;  // NaN and flushed blocks store code 0
     const bool fast = !Int && R != 3 && ((bp.fast >> k) & 1u);
     const __m512 a = _mm512_set1_ps(bp.a[k]);
@@ -380,7 +450,7 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
         const __mmask32 km = Full ? ~0u : chunkMask(n - i);
         __m512 va, vb;
         if (word_kernels && fast) {
-          words = encodeWords<R>(_mm512_maskz_loadu_epi16(km, x + (begin + i) * es), wv, wc);
+          words = encodeWords<R>(loadWords<K>(x + (begin + i) * es, km), wv, wc);
         } else if (fast) {
           loadChunk<K>(x + (begin + i) * es, km, va, vb);
           words = chunkWords<K>(encodeFloatFast16<R>(va, k1, thr, pmul, kc), encodeFloatFast16<R>(vb, k1, thr, pmul, kc));
@@ -401,13 +471,16 @@ void quantizeContiguousLoop(const char* x, void* codes, uint8_t* scales, int64_t
 template <FloatKind K, bool Int, int R, typename CodeT>
 void quantizeColumnsLoop(const char* x, void* codes, uint8_t* scales, int64_t rb, int64_t re, const MxCall& c) {
   const ElemConsts kc = elemConsts(c);
-  const bool word_kernels = wordsApply<K, Int, R>(c);
+  const bool word_kernels = quantizeWordsApply<K, Int, R>(c);
   const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
-  forEachColumnChunk<K, R>(x, c, rb, re, scales, word_kernels,
+  const Fp4Table fp4 = word_kernels ? fp4Table(c) : Fp4Table{};
+  forEachColumnChunk<K, R>(x, c, rb, re, scales, word_kernels, fp4.on,
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
                                __m512i ra, __m512i rb2, __m512i h) {
     if (word_kernels && ((t.fast[w / 16] | t.dead[w / 16]) & (t.fast[w / 16 + 1] | t.dead[w / 16 + 1])) == 0xFFFF) {
-      const __m512i words = _mm512_maskz_mov_epi16(~t.wdead[w / 32], encodeWords<R>(h, t.wordVecs(w), wc));
+      const __m512i code = t.wtable[w / 32] ? encodeFp4Table(h, _mm512_load_si512(t.wbase + w), fp4)
+                                            : encodeWords<R>(h, t.wordVecs(w), wc);
+      const __m512i words = _mm512_maskz_mov_epi16(~t.wdead[w / 32], code);
       storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_bits), n, words, c.pack_bits, c.stream_stores);
       return;
     }

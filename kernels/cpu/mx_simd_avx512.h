@@ -1,5 +1,6 @@
 // AVX-512 bodies of the MX / BFP kernels, 32 elements (one chunk, mx_avx512_io.h) per step.
-// bf16 input of the float formats mostly takes the 16-bit word kernels of mx_words_avx512.h.
+// bf16 input of the float formats, and fp32 input of their mx_quantize, mostly take the 16-bit
+// word kernels of mx_words_avx512.h (16 blocks at a time: mx_words_group_avx512.h).
 // Included by mx_kernels_impl.h inside the avx512 namespace, after mx_numerics.h, whose scalar
 // sharedScaleBits / quantizeElement / encodeElement this computes another way (tested bit for
 // bit against the numpy specification, the ATen reference and the portable C++ kernels).
@@ -201,8 +202,9 @@ struct BlockParams16 {
   alignas(64) float pmul[16];  // 2^(m - emin - s)
 };
 
-/// sharedScaleBits (mx_numerics.h) of 16 blocks from their NaN-propagating max |x|.
-PT2Q_MX_INLINE void blockParams16(__m512 amax, const MxCall& c, BlockParams16* out) {
+/// sharedScaleBits (mx_numerics.h) of 16 blocks from their NaN-propagating max |x|: the E8M0
+/// byte, 255 for NaN.
+PT2Q_MX_INLINE __m512i scaleBytes16(__m512 amax, const MxCall& c) {
   const __m512i bits = _mm512_castps_si512(amax);
   const __m512i eb = _mm512_and_si512(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(0xFF));
   const __m512i mant = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFF));
@@ -228,10 +230,32 @@ PT2Q_MX_INLINE void blockParams16(__m512 amax, const MxCall& c, BlockParams16* o
     sv = _mm512_sub_epi32(e, _mm512_set1_epi32(c.emax));  // u + 127
     sv = _mm512_min_epi32(_mm512_max_epi32(sv, _mm512_setzero_si512()), _mm512_set1_epi32(255));
   }
-  sv = _mm512_mask_mov_epi32(sv, _mm512_cmpeq_epi32_mask(eb, _mm512_set1_epi32(255)), _mm512_set1_epi32(255));
+  return _mm512_mask_mov_epi32(sv, _mm512_cmpeq_epi32_mask(eb, _mm512_set1_epi32(255)), _mm512_set1_epi32(255));
+}
+
+/// Blocks whose scale byte sv is NaN or flushed (flush_fp32_subnorms and an fp32-subnormal max,
+/// which rounds every element to 0).
+PT2Q_MX_INLINE __mmask16 deadBlocks16(__m512 amax, __m512i sv, const MxCall& c) {
   const __mmask16 nan = _mm512_cmpeq_epi32_mask(sv, _mm512_set1_epi32(255));
-  const __mmask16 flushed =
-      c.flush_fp32_subnorms ? static_cast<__mmask16>(_mm512_cmpeq_epi32_mask(eb, _mm512_setzero_si512()) & ~nan) : 0;
+  if (!c.flush_fp32_subnorms) return nan;
+  const __m512i eb = _mm512_srli_epi32(_mm512_castps_si512(amax), 23);  // amax >= +0
+  return static_cast<__mmask16>(_mm512_cmpeq_epi32_mask(eb, _mm512_setzero_si512()) | nan);
+}
+
+/// Live blocks of a float format whose 2^(emin + s) and 2^(m - emin - s) are normal fp32 numbers
+/// (BlockParams16::fast).
+PT2Q_MX_INLINE __mmask16 fastBlocks16(__m512i sv, __mmask16 dead, const MxCall& c) {
+  const int32_t lowest = std::max(-126 - c.emin, c.m - c.emin - 127) + 127;
+  return static_cast<__mmask16>(_mm512_cmpge_epi32_mask(sv, _mm512_set1_epi32(lowest)) & ~dead);
+}
+
+/// sharedScaleBits (mx_numerics.h) of 16 blocks from their NaN-propagating max |x|, and every
+/// parameter the fp32-lane loops take.
+PT2Q_MX_INLINE void blockParams16(__m512 amax, const MxCall& c, BlockParams16* out) {
+  const __m512i sv = scaleBytes16(amax, c);
+  const __mmask16 nan = _mm512_cmpeq_epi32_mask(sv, _mm512_set1_epi32(255));
+  const __mmask16 dead = deadBlocks16(amax, sv, c);
+  const __mmask16 flushed = dead & ~nan;
   // E8M0 byte 0 is 2^-127 like every other byte: s = byte - 127.
   const __m512 s = _mm512_cvtepi32_ps(_mm512_sub_epi32(sv, _mm512_set1_epi32(127)));
   const __m512 m = _mm512_set1_ps(static_cast<float>(c.m));
@@ -246,7 +270,6 @@ PT2Q_MX_INLINE void blockParams16(__m512 amax, const MxCall& c, BlockParams16* o
   out->s = sv;
   _mm512_store_ps(out->a, a);
   _mm512_store_ps(out->b, b);
-  const __mmask16 dead = nan | flushed;
   const __m512i si = _mm512_sub_epi32(sv, _mm512_set1_epi32(127));
   const __mmask16 normal_out = static_cast<__mmask16>(
       _mm512_cmpge_epi32_mask(si, _mm512_set1_epi32(c.m - (c.is_int ? 0 : c.emin) - 126)) | dead);
@@ -257,8 +280,7 @@ PT2Q_MX_INLINE void blockParams16(__m512 amax, const MxCall& c, BlockParams16* o
                                                  _mm512_set1_epi32(half)));
     _mm512_store_ps(out->thr, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(s, _mm512_set1_ps(static_cast<float>(c.emin)))));
     _mm512_store_ps(out->pmul, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_sub_ps(_mm512_set1_ps(static_cast<float>(c.m - c.emin)), s)));
-    const int32_t lowest = std::max(-126 - c.emin, c.m - c.emin - 127);
-    fast = static_cast<__mmask16>(_mm512_cmpge_epi32_mask(si, _mm512_set1_epi32(lowest)) & ~dead);
+    fast = fastBlocks16(sv, dead, c);
   }
   // One store for the four masks: the loops test two of them at once, and GCC reads those with
   // one wider load, which separate 2-byte stores cannot forward to (a stall of tens of cycles
@@ -278,4 +300,5 @@ inline void chunkRandom(uint32_t key, uint64_t first, __m512i& ra, __m512i& rb) 
 }
 
 #include "kernels/cpu/mx_words_avx512.h"
+#include "kernels/cpu/mx_words_group_avx512.h"
 #include "kernels/cpu/mx_avx512_loops.h"

@@ -1,11 +1,14 @@
-"""bf16 input of the float formats, which the AVX-512 kernels work on as 16-bit words
-(cpu/mx_words_avx512.h): every finite bf16 value of either sign, below a block maximum of every
-kind, against the ATen reference path bit for bit, in every loop that takes the word kernels
-(16 blocks of 32 at once, longer and ragged blocks, strided columns), for each deterministic
-rounding and scale mode. The block maxima put each value in the normal range of its block, in
-its subnormal range (where the word kernels take their second form), below it (rounding to 0),
-on the boundaries between, and at the scales where blocks stop being fast (their 2^(emin + s)
-an fp32 subnormal) or become NaN."""
+"""The float formats on 16-bit words, as the AVX-512 kernels work on bf16 input and on fp32
+input of mx_quantize (its top 16 bits, cpu/mx_words_avx512.h), with fp4_e2m1's code table:
+every finite bf16 value of either sign, below a block maximum of every kind, against the ATen
+reference path bit for bit, in every loop that takes the word kernels (16 blocks of 32 at once,
+longer and ragged blocks, strided columns), for each deterministic rounding and scale mode. The
+block maxima put each value in the normal range of its block, in its subnormal range (where the
+word kernels take their second form), below it (rounding to 0), on the boundaries between, and at
+the scales where blocks stop being fast (their 2^(emin + s) an fp32 subnormal) or become NaN.
+fp32 input takes the same values with low 16 bits that a cut to 16 bits loses: 0, 1, 0x7FFF,
+0x8000, 0xFFFF or random (a tie of the fp32 value that its top bits do not show, and values a
+hair above or below every boundary)."""
 
 import numpy as np
 import pytest
@@ -53,10 +56,11 @@ BLOCKS = _blocks()
 
 
 def _same(got, want, what):
-    if got.dtype == torch.bfloat16:
+    if got.dtype in (torch.bfloat16, torch.float32):
         ng, nw = got.isnan(), want.isnan()
         assert torch.equal(ng, nw), f"{what}: NaN positions differ"
-        got, want = got.view(torch.int16)[~ng], want.view(torch.int16)[~nw]
+        bits = torch.int16 if got.dtype == torch.bfloat16 else torch.int32
+        got, want = got.view(bits)[~ng], want.view(bits)[~nw]
     else:
         got, want = got.view(torch.uint8), want.view(torch.uint8)
     if not torch.equal(got, want):
@@ -65,9 +69,18 @@ def _same(got, want, what):
                              f"{got.reshape(-1)[i].tolist()} want {want.reshape(-1)[i].tolist()}")
 
 
-def _layouts():
+def _fp32(bits16):
+    """fp32 values whose top 16 bits are bits16, their low 16 bits drawn per element."""
+    rng = np.random.default_rng(9)
+    special = np.array([0, 1, 0x7FFF, 0x8000, 0xFFFF], np.uint32)
+    pick = rng.integers(0, 6, size=bits16.shape)
+    low = np.where(pick < 5, special[np.minimum(pick, 4)], rng.integers(0, 1 << 16, size=bits16.shape, dtype=np.uint32))
+    return torch.from_numpy(((bits16.astype(np.uint32) << 16) | low).view(np.float32).copy())
+
+
+def _layouts(dtype):
     n = BLOCKS.shape[0] // 16 * 16
-    x = _bf16(BLOCKS[:n])  # (n, 32)
+    x = _bf16(BLOCKS[:n]) if dtype == torch.bfloat16 else _fp32(BLOCKS[:n])  # (n, 32)
     yield "16 blocks of 32 at once", x.reshape(-1, 32 * 32), 32, -1
     yield "blocks of 64", x.reshape(-1, 64 * 8), 64, -1
     yield "ragged rows", x.reshape(-1)[: 4000 * 33].reshape(4000, 33), 32, -1
@@ -76,11 +89,12 @@ def _layouts():
     yield "strided columns, ragged tile", x[:, :].reshape(-1)[: 32 * 300].reshape(300, 32).t().contiguous(), 32, 0
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("rounding", ["nearest", "even", "floor"])
-def test_every_bf16_value_matches_the_reference(fmt, rounding):
+def test_every_bf16_value_matches_the_reference(dtype, fmt, rounding):
     for scale_mode in ("floor", "ceil", "even", "rceil"):
-        for name, x, block, axis in _layouts():
+        for name, x, block, axis in _layouts(dtype):
             what = f"{fmt} {rounding} {scale_mode} {name}"
             _same(P.mx_fake_quantize(x, fmt, block, axis, rounding, scale_mode),
                   REF.mx_fake_quantize(x, fmt, block, axis, rounding, scale_mode), "fake-quantize " + what)
