@@ -77,8 +77,8 @@ PT2Q_MX_INLINE WordVecs blockWordVecs(const WordParams16& w, int64_t k) {
 /// Per-format word constants.
 struct WordConsts {
   __m128i h;          // 7 - m
-  __m512i max_code;   // the code of max_norm
-  __m512i sign_code;  // 1 << (ebits + m)
+  __m512i max_code;   // the code of max_norm (integers: its |n|)
+  __m512i sign_code;  // 1 << (ebits + m); integers: 1 << code_bits, less |n| for a negative code
   __m512i keep;       // bf16 bits kept by m mantissa bits
   __m512i half;       // the rounding add of fake-quantize (as k1's)
 };
@@ -86,8 +86,13 @@ struct WordConsts {
 PT2Q_MX_INLINE WordConsts wordConsts(const MxCall& c, const ElemConsts& k) {
   WordConsts w;
   w.h = _mm_cvtsi32_si128(7 - c.m);
-  w.max_code = _mm512_set1_epi16(static_cast<int16_t>(_mm_cvtsi128_si32(_mm512_castsi512_si128(k.max_code_i))));
-  w.sign_code = _mm512_set1_epi16(static_cast<int16_t>(1 << (c.ebits + c.m)));
+  if (c.is_int) {
+    w.max_code = _mm512_set1_epi16(static_cast<int16_t>(std::ldexp(c.max_norm, c.m)));
+    w.sign_code = _mm512_set1_epi16(static_cast<int16_t>(1 << c.code_bits));
+  } else {
+    w.max_code = _mm512_set1_epi16(static_cast<int16_t>(_mm_cvtsi128_si32(_mm512_castsi512_si128(k.max_code_i))));
+    w.sign_code = _mm512_set1_epi16(static_cast<int16_t>(1 << (c.ebits + c.m)));
+  }
   w.keep = _mm512_set1_epi16(static_cast<int16_t>(~((1 << (7 - c.m)) - 1)));
   const int32_t half = c.rounding == 0 ? (1 << (6 - c.m)) : (c.rounding == 1 ? (1 << (6 - c.m)) - 1 : 0);
   w.half = _mm512_set1_epi16(static_cast<int16_t>(half));
@@ -144,10 +149,13 @@ PT2Q_MX_INLINE __m512i encodeFp4Table(__m512i x, __m512i base, const Fp4Table& t
 }
 
 /// Whether a call can take the word kernels: bf16 in, a float format of at most 6 mantissa
-/// bits, a deterministic rounding.
+/// bits or an integer format of at most 8 bits, a deterministic rounding. An integer format is
+/// the second form with no normal range: e1 = s + 126 is just below every element of the block
+/// (|x| < 2^(s + 1)), so the significand of each is cut at bit h + e1 - E1, n = |x| / 2^(s - m)
+/// rounded, and a negative code is 2^bits - n.
 template <FloatKind K, bool Int, int R>
 inline bool wordsApply(const MxCall& c) {
-  return K == FloatKind::kBF16 && !Int && R != 3 && c.m <= 6;
+  return K == FloatKind::kBF16 && R != 3 && c.m <= 6 && (!Int || c.code_bits <= 8);
 }
 
 /// Whether mx_quantize of a call can take the word kernels: those of fake-quantize, and fp32 in
@@ -155,7 +163,7 @@ inline bool wordsApply(const MxCall& c) {
 /// topWords).
 template <FloatKind K, bool Int, int R>
 inline bool quantizeWordsApply(const MxCall& c) {
-  return wordsApply<K, Int, R>(c) || (K == FloatKind::kF32 && !Int && (R == 0 || R == 2) && c.m <= 6);
+  return wordsApply<K, Int, R>(c) || (K == FloatKind::kF32 && (R == 0 || R == 2) && c.m <= 6 && (!Int || c.code_bits <= 8));
 }
 
 /// The top 16 bits of 32 fp32 elements (a: 0-15, b: 16-31) as words in element order: a bf16
@@ -197,11 +205,11 @@ PT2Q_MX_INLINE __m512i roundingAdd(__m512i v, __m512i sh) {
 }
 
 /// The 32 codes (words, element order, sign included) of 32 bf16 elements x on fast blocks.
-template <int R>
+template <int R, bool Int = false>
 PT2Q_MX_INLINE __m512i encodeWords(__m512i x, const WordVecs& p, const WordConsts& w) {
   const __m512i ax = _mm512_and_si512(x, _mm512_set1_epi16(0x7FFF));
   __m512i code;
-  if (_mm512_cmplt_epu16_mask(ax, p.thr) == 0) {
+  if (!Int && _mm512_cmplt_epu16_mask(ax, p.thr) == 0) {
     __m512i v = ax;
     if constexpr (R == 1) v = _mm512_add_epi16(v, _mm512_and_si512(_mm512_srl_epi16(v, w.h), _mm512_set1_epi16(1)));
     code = _mm512_srl_epi16(_mm512_sub_epi16(v, p.k1), w.h);
@@ -219,6 +227,7 @@ PT2Q_MX_INLINE __m512i encodeWords(__m512i x, const WordVecs& p, const WordConst
   code = _mm512_min_epu16(code, w.max_code);
   // -0 (and anything rounding to 0) keeps code +0; the sign bit is clear, so adding sets it
   const __mmask32 neg = _mm512_mask_test_epi16_mask(_mm512_movepi16_mask(x), code, code);
+  if constexpr (Int) return _mm512_mask_sub_epi16(code, neg, w.sign_code, code);
   return _mm512_mask_add_epi16(code, neg, code, w.sign_code);
 }
 
@@ -227,11 +236,11 @@ PT2Q_MX_INLINE __m512i encodeWords(__m512i x, const WordVecs& p, const WordConst
 /// increment). Otherwise the second form's significand v is rounded to a multiple of 2^sh and
 /// put back over its exponent, E1 << 7 (a carry again the increment; a significand rounded to 0
 /// is +0). Then min(q, b), and x's sign unless q is 0 (fakeQuantize16's q + 0).
-template <int R>
+template <int R, bool Int = false>
 PT2Q_MX_INLINE __m512i fakeQuantizeWords(__m512i x, const WordVecs& p, const WordConsts& w) {
   const __m512i ax = _mm512_and_si512(x, _mm512_set1_epi16(0x7FFF));
   __m512i q;
-  if (_mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(ax, ax), ax, p.thr) == 0) {
+  if (!Int && _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(ax, ax), ax, p.thr) == 0) {
     __m512i v = ax;
     if constexpr (R == 1) v = _mm512_add_epi16(v, _mm512_and_si512(_mm512_srl_epi16(v, w.h), _mm512_set1_epi16(1)));
     q = _mm512_and_si512(_mm512_add_epi16(v, w.half), w.keep);

@@ -82,14 +82,14 @@ PT2Q_MX_INLINE __m512i byteLine(__m512i w0, __m512i w1) {
 }
 
 /// Stores the codes of 16 chunks, encode(k) the words of chunk k, at the group's first code in
-/// whole 64-byte lines (streamed when asked), or per chunk for 6-bit and 16-bit codes.
+/// whole 64-byte lines (streamed when asked), or per chunk for 2-, 6- and 16-bit codes.
 template <typename CodeT, typename Encode>
 PT2Q_MX_INLINE void storeGroupCodes(void* codes, const MxCall& c, Encode&& encode) {
   const bool stream = c.stream_stores && reinterpret_cast<uintptr_t>(codes) % 64 == 0;
   auto* out = static_cast<uint8_t*>(codes);
   if (c.pack_bits == 4) {
     for (int k = 0; k < 16; k += 4) storeLine(out + 16 * k, nibbleLine(encode(k), encode(k + 1), encode(k + 2), encode(k + 3)), stream);
-  } else if (c.pack_bits == 6 || sizeof(CodeT) != 1) {
+  } else if (c.pack_bits != 0 || sizeof(CodeT) != 1) {  // 2- and 6-bit codes
     for (int k = 0; k < 16; ++k) storeCodeWords<CodeT>(codeAt<CodeT>(codes, 32 * k, c.pack_bits), kChunk, encode(k), c.pack_bits, false);
   } else {
     for (int k = 0; k < 16; k += 2) storeLine(out + 32 * k, byteLine(encode(k), encode(k + 1)), stream);
@@ -99,7 +99,7 @@ PT2Q_MX_INLINE void storeGroupCodes(void* codes, const MxCall& c, Encode&& encod
 /// mx_quantize of the 16 blocks of 32 elements (bf16, or fp32 through topWords) at x: codes at
 /// `codes` (the group's first code), scale bytes at `scales`. False, with nothing written,
 /// unless every block is fast.
-template <FloatKind K, int R, typename CodeT>
+template <FloatKind K, int R, bool Int, typename CodeT>
 PT2Q_MX_INLINE bool quantizeWordGroup(const char* x, void* codes, uint8_t* scales, const MxCall& c,
                                       const WordConsts& wc, const Fp4Table& fp4) {
   __m512i sv;
@@ -111,14 +111,14 @@ PT2Q_MX_INLINE bool quantizeWordGroup(const char* x, void* codes, uint8_t* scale
   storeGroupCodes<CodeT>(codes, c, [&](int k) PT2Q_MX_LAMBDA_INLINE {
     const __m512i xk = loadWords<K>(x + k * kChunk * elemBytes<K>(), ~0u);
     if (table) return encodeFp4Table(xk, _mm512_set1_epi32(wp.base[k]), fp4);
-    return encodeWords<R>(xk, blockWordVecs(wp, k), wc);
+    return encodeWords<R, Int>(xk, blockWordVecs(wp, k), wc);
   });
   return true;
 }
 
 /// mx_fake_quantize of the 16 blocks of 32 bf16 elements at x into y. False, with nothing
 /// written, unless every block is fast.
-template <int R, bool Stream>
+template <int R, bool Int, bool Stream>
 PT2Q_MX_INLINE bool fakeQuantizeWordGroup(const char* x, char* y, const MxCall& c, const WordConsts& wc) {
   __m512i sv;
   if (!groupScaleBytes16(groupMax16<FloatKind::kBF16>(x), c, &sv)) return false;
@@ -127,7 +127,7 @@ PT2Q_MX_INLINE bool fakeQuantizeWordGroup(const char* x, char* y, const MxCall& 
   wordParams16(sv, b, true, c, &wp);
   const bool stream = Stream && reinterpret_cast<uintptr_t>(y) % 64 == 0;
   for (int k = 0; k < 16; ++k) {
-    storeLine(y + 64 * k, fakeQuantizeWords<R>(_mm512_loadu_si512(x + 64 * k), blockWordVecs(wp, k), wc), stream);
+    storeLine(y + 64 * k, fakeQuantizeWords<R, Int>(_mm512_loadu_si512(x + 64 * k), blockWordVecs(wp, k), wc), stream);
   }
   return true;
 }

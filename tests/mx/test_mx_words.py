@@ -1,4 +1,4 @@
-"""The float formats on 16-bit words, as the AVX-512 kernels work on bf16 input and on fp32
+"""The float formats and MX integers on 16-bit words, as the AVX-512 kernels work on bf16 input and on fp32
 input of mx_quantize (its top 16 bits, cpu/mx_words_avx512.h), with fp4_e2m1's code table:
 every finite bf16 value of either sign, below a block maximum of every kind, against the ATen
 reference path bit for bit, in every loop that takes the word kernels (16 blocks of 32 at once,
@@ -18,7 +18,7 @@ import pt2q
 
 P = torch.ops.pt2q
 REF = pt2q._C.reference
-FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1"]
+FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "int4", "int2"]
 
 
 def _bf16(bits):
