@@ -162,6 +162,7 @@ struct ColumnTile {
   // whether each chunk's live lanes can take the table.
   bool words;
   bool table;
+  bool all_words;  // every chunk of the tile takes the word path of mx_quantize
   alignas(64) uint16_t wk1[kWidth];
   alignas(64) uint16_t wthr[kWidth];
   alignas(64) uint16_t we1[kWidth];
@@ -236,6 +237,7 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
                       ColumnTile* t, uint8_t* scales) {
   const int64_t l0 = j * c.block, l1 = std::min(c.len, l0 + c.block);
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
+  t->all_words = t->words;
   for (int64_t w = 0; w < nw; w += kChunk) {
     uint8_t* scales_at = scales == nullptr ? nullptr : scales + (o * nblocks + j) * c.inner + w0 + w;
     __m512 ma, mb;
@@ -286,6 +288,7 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
       t->wtable[w / 32] = fp4TableApplies(t->table, bp[0].s, static_cast<__mmask16>(~bp[0].dead), c) &&
                           fp4TableApplies(t->table, bp[1].s, static_cast<__mmask16>(~bp[1].dead), c);
     }
+    t->all_words = t->all_words && ((bp[0].fast | bp[0].dead) & (bp[1].fast | bp[1].dead)) == 0xFFFF;
     // Scale bytes leave in vector form: reading them back from memory right after a vector
     // store stalls store forwarding, which cost more than the whole element pass.
     if (scales_at != nullptr) {
@@ -300,9 +303,11 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
 // (flat index of the tile's first column), with the chunk loaded (h: its 16-bit elements as
 // loaded, element order; fp32: topWords where `words`, else unused) and, for stochastic rounding, its random bits. `words`:
 // the tiles carry the word kernels' parameters; `table`: and which chunks can take Fp4Table.
-template <FloatKind K, int R, typename Body>
+// Each row of a tile first goes to row_body(t, row, nw), which handles all its chunks and
+// returns true, or returns false, having written nothing, to leave them to body.
+template <FloatKind K, int R, typename RowBody, typename Body>
 inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64_t re, uint8_t* scales, bool words,
-                               bool table, Body&& body) {
+                               bool table, RowBody&& row_body, Body&& body) {
   constexpr int64_t es = elemBytes<K>();
   const int64_t nblocks = (c.len + c.block - 1) / c.block;
   ColumnTile t;
@@ -316,6 +321,10 @@ inline void forEachColumnChunk(const char* x, const MxCall& c, int64_t rb, int64
       columnTileParams<K>(x, c, o, j, w0, nw, &t, scales);
       for (int64_t l = l0; l < l1; ++l) {
         const int64_t row = (o * c.len + l) * c.inner + w0;
+        if (row_body(t, row, nw)) {
+          for (int64_t b = 0; b < nw * es; b += 64) _mm_prefetch(x + (row + ColumnTile::kWidth) * es + b, _MM_HINT_T1);
+          continue;
+        }
         for (int64_t w = 0; w < nw; w += kChunk) {
           // The next tile's lines of this row, into L2: 32 row streams at once outrun the
           // hardware prefetcher. On the 2-core Zen 5 VM this made first-axis mx_quantize 1.5x
@@ -350,6 +359,7 @@ void fakeQuantizeColumnsLoop(const char* x, char* y, int64_t rb, int64_t re, con
   const bool word_kernels = !Int && wordsApply<K, Int, R>(c);
   const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
   forEachColumnChunk<K, R>(x, c, rb, re, nullptr, word_kernels, false,
+                           [](const ColumnTile&, int64_t, int64_t) { return false; },
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
                                __m512i ra, __m512i rb2, __m512i h) {
     if (word_kernels && (t.fast[w / 16] & t.fast[w / 16 + 1]) == 0xFFFF) {
@@ -475,7 +485,31 @@ void quantizeColumnsLoop(const char* x, void* codes, uint8_t* scales, int64_t rb
   const bool word_kernels = !Int && quantizeWordsApply<K, Int, R>(c);  // see fakeQuantizeColumnsLoop
   const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
   const Fp4Table fp4 = word_kernels ? fp4Table(c) : Fp4Table{};
-  forEachColumnChunk<K, R>(x, c, rb, re, scales, word_kernels, fp4.on,
+  constexpr int64_t es = elemBytes<K>();
+  // A row of a tile whose chunks all take the word path, 4 chunks at a time, its codes stored as
+  // whole 64-byte lines (nibbles or bytes) as the word groups do.
+  const bool lines = c.pack_bits == 4 || (c.pack_bits == 0 && sizeof(CodeT) == 1);
+  auto row_body = [&](const ColumnTile& t, int64_t row, int64_t nw) PT2Q_MX_LAMBDA_INLINE {
+    if (!word_kernels || !lines || !t.all_words || nw % (4 * kChunk) != 0) return false;
+    auto* out = static_cast<uint8_t*>(codeAt<CodeT>(codes, row, c.pack_bits));
+    const bool stream = c.stream_stores && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+    auto encode = [&](int64_t w) PT2Q_MX_LAMBDA_INLINE {
+      const __m512i h = loadWords<K>(x + (row + w) * es, ~0u);
+      const __m512i code = t.wtable[w / 32] ? encodeFp4Table(h, _mm512_load_si512(t.wbase + w), fp4)
+                                            : encodeWords<R, Int>(h, t.wordVecs(w), wc);
+      return _mm512_maskz_mov_epi16(~t.wdead[w / 32], code);
+    };
+    for (int64_t w = 0; w < nw; w += 4 * kChunk) {
+      if (c.pack_bits == 4) {
+        storeLine(out + w / 2, nibbleLine(encode(w), encode(w + 32), encode(w + 64), encode(w + 96)), stream);
+      } else {
+        storeLine(out + w, byteLine(encode(w), encode(w + 32)), stream);
+        storeLine(out + w + 64, byteLine(encode(w + 64), encode(w + 96)), stream);
+      }
+    }
+    return true;
+  };
+  forEachColumnChunk<K, R>(x, c, rb, re, scales, word_kernels, fp4.on, row_body,
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
                                __m512i ra, __m512i rb2, __m512i h) {
     if (word_kernels && ((t.fast[w / 16] | t.dead[w / 16]) & (t.fast[w / 16 + 1] | t.dead[w / 16 + 1])) == 0xFFFF) {
