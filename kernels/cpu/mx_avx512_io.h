@@ -316,20 +316,25 @@ inline void blockRuns16(const MxCall& c, int64_t r0, int64_t nr, BlockRuns16* ou
 #endif
 constexpr int64_t kPrefetchGroups = PT2Q_MX_PREFETCH_GROUPS;
 
+/// Lane k: the NaN-propagating max |x| of the 32 elements at p + 32 k elements, k < 16 (the
+/// common case of contiguousMaxima16), straight-line so that the 16 vectors stay in registers.
+/// The hardware prefetcher alone leaves each group waiting a full memory latency (reads ran at
+/// a third of the bandwidth), so the group after next is requested now.
+template <FloatKind K>
+PT2Q_MX_INLINE __m512 groupAbsMax16(const char* p) {
+  constexpr int64_t es = elemBytes<K>();
+  constexpr int64_t kGroupBytes = 16 * kChunk * es;
+  for (int64_t off = 0; off < kGroupBytes; off += 64) _mm_prefetch(p + kPrefetchGroups * kGroupBytes + off, _MM_HINT_T0);
+  __m512i v[16];
+  for (int k = 0; k < 16; ++k) v[k] = chunkAbsBits16<K>(p + k * kChunk * es, ~0u);
+  return absBitsToFloat<K>(transposeMax16(v));
+}
+
 template <FloatKind K, bool Full>
 inline __m512 contiguousMaxima16(const char* x, const BlockRuns16& runs, int64_t block) {
   constexpr int64_t es = elemBytes<K>();
+  if (Full && block == kChunk && runs.nr == 16) return groupAbsMax16<K>(x + runs.begin[0] * es);
   __m512i v[16];
-  if (Full && block == kChunk && runs.nr == 16) {
-    // The common case straight-line, so that v stays in registers. The hardware prefetcher
-    // alone leaves each group waiting a full memory latency (reads ran at a third of the
-    // bandwidth), so the group after next is requested now.
-    const char* p = x + runs.begin[0] * es;
-    constexpr int64_t kGroupBytes = 16 * kChunk * es;
-    for (int64_t off = 0; off < kGroupBytes; off += 64) _mm_prefetch(p + kPrefetchGroups * kGroupBytes + off, _MM_HINT_T0);
-    for (int k = 0; k < 16; ++k) v[k] = chunkAbsBits16<K>(p + k * kChunk * es, ~0u);
-    return absBitsToFloat<K>(transposeMax16(v));
-  }
   for (int64_t k = 0; k < 16; ++k) {
     v[k] = _mm512_setzero_si512();
     if (k >= runs.nr) continue;

@@ -41,11 +41,7 @@ PT2Q_MX_INLINE __m512 groupMax16(const char* p) {
   if constexpr (K == FloatKind::kBF16) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(groupMaxWords16(p), 16));
   } else {
-    constexpr int64_t kGroupBytes = 16 * kChunk * 4;
-    for (int64_t off = 0; off < kGroupBytes; off += 64) _mm_prefetch(p + kPrefetchGroups * kGroupBytes + off, _MM_HINT_T0);
-    __m512i v[16];
-    for (int k = 0; k < 16; ++k) v[k] = chunkAbsBits16<K>(p + k * kChunk * 4, ~0u);
-    return _mm512_castsi512_ps(transposeMax16(v));
+    return groupAbsMax16<K>(p);
   }
 }
 
