@@ -55,16 +55,6 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
   const bool word_kernels = wordsApply<K, Int, R>(c);
   const WordConsts wc = word_kernels ? wordConsts(c, kc) : WordConsts{};
   WordParams16 wp;
-  auto wordChunk = [&](const char* xp, char* yp, __mmask32 km, const WordVecs& p, bool stream) {
-    const __m512i q = fakeQuantizeWords<R, Int>(_mm512_maskz_loadu_epi16(km, xp), p, wc);
-    if (km != 0xFFFFFFFFu) {
-      _mm512_mask_storeu_epi16(yp, km, q);
-    } else if (stream) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(yp), q);
-    } else {
-      _mm512_storeu_si512(yp, q);
-    }
-  };
   auto group = [&](const BlockParams16& bp, int64_t begin) {
     // flushed blocks need nothing: b makes them +0; groups of fast blocks took word_group
     if (R == 3 || bp.nan != 0) return false;
@@ -119,7 +109,7 @@ void fakeQuantizeContiguousLoop(const char* x, char* y, int64_t rb, int64_t re, 
     for (int64_t i = 0; i < n; i += kChunk) {
       const __mmask32 km = Full ? ~0u : chunkMask(n - i);
       if (on_words) {
-        wordChunk(xb + i * es, yb + i * es, km, wv, stream && km == 0xFFFFFFFFu);
+        storeWordChunk(yb + i * es, km, fakeQuantizeWords<R, Int>(_mm512_maskz_loadu_epi16(km, xb + i * es), wv, wc), stream);
         continue;
       }
       __m512 va, vb;
@@ -301,8 +291,9 @@ void columnTileParams(const char* x, const MxCall& c, int64_t o, int64_t j, int6
 // pass reads whole cache lines of each row; each lane has its own block parameters. Calls
 // body(t, row, w, n, a, b, ra, rb, h) for every chunk of columns [w, w + n) of element row `row`
 // (flat index of the tile's first column), with the chunk loaded (h: its 16-bit elements as
-// loaded, element order; fp32: topWords where `words`, else unused) and, for stochastic rounding, its random bits. `words`:
-// the tiles carry the word kernels' parameters; `table`: and which chunks can take Fp4Table.
+// loaded, element order; fp32: topWords where `words`, else unused) and, for stochastic
+// rounding, its random bits. `words`: the tiles carry the word kernels' parameters; `table`:
+// and which chunks can take Fp4Table.
 // Each row of a tile first goes to row_body(t, row, nw), which handles all its chunks and
 // returns true, or returns false, having written nothing, to leave them to body.
 template <FloatKind K, int R, typename RowBody, typename Body>
@@ -363,13 +354,9 @@ void fakeQuantizeColumnsLoop(const char* x, char* y, int64_t rb, int64_t re, con
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
                                __m512i ra, __m512i rb2, __m512i h) {
     if (word_kernels && (t.fast[w / 16] & t.fast[w / 16 + 1]) == 0xFFFF) {
-      const __m512i q = fakeQuantizeWords<R, Int>(h, t.wordVecs(w), wc);
       char* out = y + (row + w) * es;
-      if (Stream && n == kChunk && reinterpret_cast<uintptr_t>(out) % 64 == 0) {
-        _mm512_stream_si512(reinterpret_cast<__m512i*>(out), q);
-      } else {
-        _mm512_mask_storeu_epi16(out, chunkMask(n), q);
-      }
+      storeWordChunk(out, chunkMask(n), fakeQuantizeWords<R, Int>(h, t.wordVecs(w), wc),
+                     Stream && reinterpret_cast<uintptr_t>(out) % 64 == 0);
       return;
     }
     __m512 qa = fakeQuantize16<Int, R>(va, _mm512_load_ps(t.a + w), _mm512_load_ps(t.b + w), kc, ra);
@@ -489,15 +476,18 @@ void quantizeColumnsLoop(const char* x, void* codes, uint8_t* scales, int64_t rb
   // A row of a tile whose chunks all take the word path, 4 chunks at a time, its codes stored as
   // whole 64-byte lines (nibbles or bytes) as the word groups do.
   const bool lines = c.pack_bits == 4 || (c.pack_bits == 0 && sizeof(CodeT) == 1);
+  // the codes of chunk w of a tile on the word path, words h (dead lanes: code 0)
+  auto wordCodes = [&](const ColumnTile& t, int64_t w, __m512i h) PT2Q_MX_LAMBDA_INLINE {
+    const __m512i code = t.wtable[w / 32] ? encodeFp4Table(h, _mm512_load_si512(t.wbase + w), fp4)
+                                          : encodeWords<R, Int>(h, t.wordVecs(w), wc);
+    return _mm512_maskz_mov_epi16(~t.wdead[w / 32], code);
+  };
   auto row_body = [&](const ColumnTile& t, int64_t row, int64_t nw) PT2Q_MX_LAMBDA_INLINE {
     if (!word_kernels || !lines || !t.all_words || nw % (4 * kChunk) != 0) return false;
     auto* out = static_cast<uint8_t*>(codeAt<CodeT>(codes, row, c.pack_bits));
     const bool stream = c.stream_stores && reinterpret_cast<uintptr_t>(out) % 64 == 0;
     auto encode = [&](int64_t w) PT2Q_MX_LAMBDA_INLINE {
-      const __m512i h = loadWords<K>(x + (row + w) * es, ~0u);
-      const __m512i code = t.wtable[w / 32] ? encodeFp4Table(h, _mm512_load_si512(t.wbase + w), fp4)
-                                            : encodeWords<R, Int>(h, t.wordVecs(w), wc);
-      return _mm512_maskz_mov_epi16(~t.wdead[w / 32], code);
+      return wordCodes(t, w, loadWords<K>(x + (row + w) * es, ~0u));
     };
     for (int64_t w = 0; w < nw; w += 4 * kChunk) {
       if (c.pack_bits == 4) {
@@ -513,10 +503,8 @@ void quantizeColumnsLoop(const char* x, void* codes, uint8_t* scales, int64_t rb
                            [&](const ColumnTile& t, int64_t row, int64_t w, int64_t n, __m512 va, __m512 vb,
                                __m512i ra, __m512i rb2, __m512i h) {
     if (word_kernels && ((t.fast[w / 16] | t.dead[w / 16]) & (t.fast[w / 16 + 1] | t.dead[w / 16 + 1])) == 0xFFFF) {
-      const __m512i code = t.wtable[w / 32] ? encodeFp4Table(h, _mm512_load_si512(t.wbase + w), fp4)
-                                            : encodeWords<R, Int>(h, t.wordVecs(w), wc);
-      const __m512i words = _mm512_maskz_mov_epi16(~t.wdead[w / 32], code);
-      storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_bits), n, words, c.pack_bits, c.stream_stores);
+      storeCodeWords<CodeT>(codeAt<CodeT>(codes, row + w, c.pack_bits), n, wordCodes(t, w, h), c.pack_bits,
+                            c.stream_stores);
       return;
     }
     // Dead lanes store code 0; a vector whose live lanes are all fast takes the fast path.

@@ -60,6 +60,15 @@ PT2Q_MX_INLINE void storeLine(void* p, __m512i v, bool stream) {
   }
 }
 
+/// Stores the 32 words of a chunk at p, lanes in k; a full chunk as storeLine does.
+PT2Q_MX_INLINE void storeWordChunk(void* p, __mmask32 k, __m512i v, bool stream) {
+  if (k != 0xFFFFFFFFu) {
+    _mm512_mask_storeu_epi16(p, k, v);
+  } else {
+    storeLine(p, v, stream);
+  }
+}
+
 /// Codes of 4 chunks (words, each < 16) as the 64 bytes of their nibbles: vpmaddwd makes each
 /// pair one dword (even + 16 odd), two packs narrow the dwords to bytes, which leaves 128-bit
 /// lane l holding dwords l of chunks 0-3; one dword permute puts the chunks back in order.
