@@ -10,7 +10,7 @@ same run. choose_qparams_affine reads the input once (its time includes the host
 NaN / Inf check); its baseline is pt2q's reference in the same run (ATen amin / amax on the
 device), what it ran before it had a kernel.
 
-    python benchmarks/kernels/bench_affine_cuda.py [--elements N]
+    python benchmarks/kernels/bench_affine_cuda.py [--elements N] [--only SUBSTRING]
 """
 
 from __future__ import annotations
@@ -72,9 +72,11 @@ def cases(n):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--elements", type=int, default=64 << 20, help="elements per input (default 64 Mi)")
-    n = ap.parse_args().elements
+    ap.add_argument("--only", default="", help="time only the cases whose name contains this")
+    args = ap.parse_args()
+    n = args.elements
     before = copy_probe(4 * n)
-    rows = [(name, time_ms(fn), nbytes) for name, fn, nbytes in cases(n)]
+    rows = [(name, time_ms(fn), nbytes) for name, fn, nbytes in cases(n) if args.only in name]
     after = copy_probe(4 * n)
     bw = max(before, after)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; {n} elements; "

@@ -4,12 +4,14 @@ run: the float ops they replace (cuDNN / cuBLAS in bf16 and fp32), the quantize/
 an unlowered XNNPACK graph in eager mode (torch's dequantize_per_tensor -> fp32 op ->
 quantize_per_tensor), pt2q's reference (what these ops ran on CUDA before: fp64 ATen) and, for
 linears with more than 16 rows, torch._int_mm (int8 x int8 -> int32 only, no requantization).
-Shapes are bench_static_q8.py's (the demo's small convolutions, ResNet-style ones, Llama-style
-linears) plus decode rows. Times are medians of CUDA-event timings of 8 calls queued back to back
+Shapes are bench_static_q8.py's (the demo's small convolutions, ResNet-style ones, MobileNet
+depthwise and a ResNeXt grouped convolution, Llama-style linears) plus decode rows. Times are medians of CUDA-event timings of 8 calls queued back to back
 (bench_mx_cuda.time_ms: no launch gaps); "x bf16" is the bf16 float op's
-time over the row's.
+time over the row's. Small ops are bound by the host's time per call there, so a second column
+times bf16 F.conv2d / F.linear and pt2q's op (graph-safe: no host sync) as a CUDA graph of 16
+calls, which leaves the device's time alone.
 
-    python benchmarks/kernels/bench_static_q8_cuda.py
+    python benchmarks/kernels/bench_static_q8_cuda.py [--only conv|linear]
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
 from bench_mx_cuda import time_ms  # noqa: E402
-from bench_static_q8 import CONVS  # noqa: E402
+from bench_static_q8 import CONVS, GROUPED  # noqa: E402
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
@@ -32,10 +34,10 @@ REF = pt2q._C.reference
 LINEARS = [(4096, 4096, 1), (4096, 4096, 16), (4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]
 
 
-def conv_rows(n, c, h, oc, k, s):
+def conv_rows(n, c, h, oc, k, s, groups=1):
     g = torch.Generator().manual_seed(0)
     x = torch.randint(-128, 128, (n, c, h, h), dtype=torch.int8, generator=g).cuda()
-    w = torch.randint(-127, 128, (oc, c, k, k), dtype=torch.int8, generator=g).cuda()
+    w = torch.randint(-127, 128, (oc, c // groups, k, k), dtype=torch.int8, generator=g).cuda()
     sw, b = torch.rand(oc, device="cuda") * 0.01 + 1e-3, torch.randn(oc, device="cuda")
     packed = P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(oc, -1).contiguous())
     xf, wf = (x.float() - 3) * 0.02, w.float() * sw[:, None, None, None]
@@ -46,13 +48,13 @@ def conv_rows(n, c, h, oc, k, s):
     def chain():
         xd = QD.dequantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8)
         wd = QD.dequantize_per_channel(w, sw, zeros, 0, -127, 127, torch.int8)
-        return QD.quantize_per_tensor(F.conv2d(xd, wd, b, s, p), 0.05, 0, -128, 127, torch.int8)
+        return QD.quantize_per_tensor(F.conv2d(xd, wd, b, s, p, 1, groups), 0.05, 0, -128, 127, torch.int8)
 
-    args = (0.02, 3, packed, sw, b, [k, k], [s, s], [p, p], [1, 1], 0.05, 0)
-    return [("F.conv2d bf16", lambda: F.conv2d(xb, wb, bb, s, p)),
-            ("F.conv2d fp32", lambda: F.conv2d(xf, wf, b, s, p)),
+    args = (0.02, 3, packed, sw, b, [k, k], [s, s], [p, p], [1, 1], 0.05, 0, -128, 127, groups)
+    return [("F.conv2d bf16", lambda: F.conv2d(xb, wb, bb, s, p, 1, groups)),
+            ("F.conv2d fp32", lambda: F.conv2d(xf, wf, b, s, p, 1, groups)),
             ("q/dq chain (eager)", chain),
-            ("pt2q reference (fp64)", lambda: REF.conv2d_q8(x, *args, -128, 127)),
+            ("pt2q reference (fp64)", lambda: REF.conv2d_q8(x, *args)),
             ("pt2q.conv2d_q8", lambda: P.conv2d_q8(x, *args))]
 
 
@@ -73,18 +75,41 @@ def linear_rows(n, k, m):
     return rows
 
 
+def graph_ms(fn, calls=16):
+    """Time per call of `calls` calls of fn captured in one CUDA graph (replays timed by events)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return time_ms(graph.replay, warmup=3, reps=30, calls=1) / calls
+
+
+GRAPHED = ("F.conv2d bf16", "F.linear bf16", "pt2q.conv2d_q8", "pt2q.linear_q8")
+
+
 def main():
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print("| shape | op | us | x bf16 |")
-    print("|---|---|---|---|")
-    groups = [(f"conv2d N={n} C={c} H=W={h} OC={oc} k={k} s={s}", conv_rows(n, c, h, oc, k, s))
-              for n, c, h, oc, k, s in CONVS]
+    print("| shape | op | us | x bf16 | us (graph) | x bf16 (graph) |")
+    print("|---|---|---|---|---|---|")
+    groups = [(f"conv2d N={n} C={c} H=W={h} OC={oc} k={k} s={s}" + (f" groups={gr[0]}" if gr else ""),
+               conv_rows(n, c, h, oc, k, s, *gr))
+              for n, c, h, oc, k, s, *gr in CONVS + GROUPED]
     groups += [(f"linear N={n} K={k} M={m}", linear_rows(n, k, m)) for n, k, m in LINEARS]
     for group, rows in groups:
-        times = [(name, time_ms(fn, warmup=5, reps=30)) for name, fn in rows]
-        bf16 = times[0][1]
-        for name, ms in times:
-            print(f"| {group} | {name} | {1000 * ms:.1f} | {bf16 / ms:.2f} |")
+        if only and not group.startswith(only):
+            continue
+        times = [(name, time_ms(fn, warmup=5, reps=30), graph_ms(fn) if name.startswith(GRAPHED) else None)
+                 for name, fn in rows]
+        bf16, bf16_graph = times[0][1], times[0][2]
+        for name, ms, gms in times:
+            graphed = f"{1000 * gms:.1f} | {bf16_graph / gms:.2f}" if gms is not None else " | "
+            print(f"| {group} | {name} | {1000 * ms:.1f} | {bf16 / ms:.2f} | {graphed} |")
 
 
 if __name__ == "__main__":

@@ -2,13 +2,14 @@
 // dynamic linears in its linear_q8 mode (exact int32 sums, requantized in fp32 as on CPU); conv2d_q8
 // first lays its input out as im2col rows (im2col_cuda_kernels.h). A K over kQ8MaxK takes the
 // reference, whose sums are fp64: past it, int32 sums of (q - zx) w could overflow. Grouped and
-// depthwise convolutions (groups > 1) take the reference too.
+// depthwise convolutions (groups > 1) run a direct kernel (conv2d_q8_grouped_kernels.h).
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 #include <algorithm>
 
+#include "kernels/cuda/conv2d_q8_grouped_kernels.h"
 #include "kernels/cuda/glue.h"
 #include "kernels/cuda/im2col_cuda_kernels.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
@@ -21,6 +22,19 @@ namespace {
 // |q - zx| <= 255 and |w| <= 128: 65536 products stay inside int32.
 constexpr int64_t kQ8MaxK = 65536;
 
+
+// The requantization's fp32 constants, rounded as the CPU's Q8Epilogue rounds them.
+cuda::Q8Requant requantArgs(double input_scale, int64_t input_zero_point, const Q8Output& q) {
+  cuda::Q8Requant r;
+  r.on = true;
+  r.zx = static_cast<int32_t>(input_zero_point);
+  r.sx = static_cast<float>(input_scale);
+  r.inv = static_cast<float>(1.0 / q.scale);
+  r.zo = static_cast<float>(q.zero_point);
+  r.lo = static_cast<float>(q.quant_min);
+  r.hi = static_cast<float>(q.quant_max);
+  return r;
+}
 
 // rows [m, ld] of int8 codes (ld a multiple of 16, 16-byte aligned rows) -> codes [m, n].
 void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, double input_scale,
@@ -36,14 +50,8 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
   a.k = ld;
   a.scales = s.const_data_ptr<float>();
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
-  a.q8.on = true;
+  a.q8 = requantArgs(input_scale, input_zero_point, q);
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  a.q8.zx = static_cast<int32_t>(input_zero_point);
-  a.q8.sx = static_cast<float>(input_scale);
-  a.q8.inv = static_cast<float>(1.0 / q.scale);
-  a.q8.zo = static_cast<float>(q.zero_point);
-  a.q8.lo = static_cast<float>(q.quant_min);
-  a.q8.hi = static_cast<float>(q.quant_max);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // The grid takes kDynGemvMaxRows rows of x per launch.
   for (int64_t r0 = 0; r0 < m; r0 += cuda::kDynGemvMaxRows) {
@@ -52,6 +60,35 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
     a.y = out + r0 * a.n;
     cuda::checkLaunch(cuda::linearDynamicGemv(a, stream), op);
   }
+}
+
+// The grouped kernel's geometry; its pointers are the caller's to set.
+cuda::GroupedConvQ8 groupedArgs(const Conv2dQ8Geometry& g) {
+  cuda::GroupedConvQ8 a;
+  a.n = g.n, a.c = g.c, a.h = g.h, a.w = g.w, a.oc = g.oc, a.kh = g.kh, a.kw = g.kw, a.oh = g.oh, a.ow = g.ow;
+  a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw, a.dh = g.dh, a.dw = g.dw;
+  a.groups = g.groups;
+  return a;
+}
+
+// groups > 1: the direct kernel on the NCHW codes, writing the NCHW output the CPU returns.
+at::Tensor groupedConv(const char* op, const Conv2dQ8Geometry& g, const at::Tensor& input, double input_scale,
+                       int64_t input_zero_point, const at::Tensor& packed, const at::Tensor& weight_scales,
+                       const c10::optional<at::Tensor>& bias, const Q8Output& q) {
+  const at::Tensor x = input.contiguous();
+  const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
+  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
+  const at::Tensor pw = packed.contiguous();
+  at::Tensor out = at::empty({g.n, g.oc, g.oh, g.ow}, input.options());
+  cuda::GroupedConvQ8 a = groupedArgs(g);
+  a.x = x.const_data_ptr<int8_t>();
+  a.packed = pw.const_data_ptr<int8_t>();
+  a.scales = s.const_data_ptr<float>();
+  a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
+  a.q8 = requantArgs(input_scale, input_zero_point, q);
+  a.out = out.data_ptr<int8_t>();
+  cuda::checkLaunch(cuda::groupedConvQ8(a, at::cuda::getCurrentCUDAStream()), op);
+  return out;
 }
 
 at::Tensor linearQ8Cuda(const at::Tensor& input, double input_scale, int64_t input_zero_point,
@@ -89,11 +126,12 @@ at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
   const Q8Output q{output_scale, output_zero_point, qmin, qmax};
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
                                            kernel_size, stride, padding, dilation, q, groups);
-  if (g.k() > kQ8MaxK || groups > 1) {
+  if (g.k() > kQ8MaxK || (groups > 1 && !cuda::groupedConvQ8Takes(groupedArgs(g)))) {
     return conv2dQ8Ref(input, input_scale, input_zero_point, packed, weight_scales, bias, kernel_size, stride,
                        padding, dilation, q, groups);
   }
   const c10::cuda::CUDAGuard guard(input.device());
+  if (groups > 1) return groupedConv(op, g, input, input_scale, input_zero_point, packed, weight_scales, bias, q);
   const int64_t rows = g.n * g.oh * g.ow, ld = roundUp(g.k(), 16);
   // Channels last: one tap of one output pixel is c contiguous bytes.
   const at::Tensor x = input.permute({0, 2, 3, 1}).contiguous();

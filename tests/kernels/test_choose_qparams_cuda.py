@@ -2,7 +2,8 @@
 inputs (every mapping, zero-point domain and target dtype; fp32 / bf16 / fp16 inputs; per tensor,
 per token, groups, per channel on every axis, one qparam per element, blocks over several
 dimensions), with rounding-prone and far-apart values; long blocks cut into pieces; misaligned views;
-NaN / Inf named as on CPU; opcheck. Runs on the GPU machine; skipped elsewhere."""
+NaN / Inf named as on CPU; which layouts run the CUDA kernels; opcheck. Runs on the GPU machine;
+skipped elsewhere."""
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from torch.library import opcheck
 
 from pt2q import ops
 from tests.kernels.inputs import adversarial
-from tests.cuda_support import needs_cuda_kernel
+from tests.cuda_support import cuda_kernel_names, needs_cuda_kernel
 
 pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::choose_qparams_affine")]
 
@@ -19,7 +20,8 @@ CASES = [((64, 96), [64, 96]), ((64, 96), [1, 96]), ((64, 96), [64, 1]), ((8, 25
          ((4, 6, 10), [2, 3, 5]), ((1, 100003), [1, 100003]), ((3, 33, 7), [1, 33, 1]), ((16, 48), [1, 3]),
          ((6, 48), [2, 12]), ((2, 3, 16), [1, 3, 16]), ((5, 16), [1, 1]), ((4, 64), [4, 8]),
          ((3, 40), [1, 8]), ((2, 8, 5, 5), [1, 8, 5, 5]), ((2, 8, 5, 5), [2, 1, 5, 5]), ((700, 1000), [700, 1000]),
-         ((3, 4099), [3, 4099]), ((3, 40000), [1, 40000])]
+         ((3, 4099), [3, 4099]), ((3, 40000), [1, 40000]), ((64, 3, 600), [64, 1, 600]), ((4, 6, 10), [4, 3, 1]),
+         ((6, 8, 4, 4), [3, 1, 4, 2])]
 MAPPINGS = [("asymmetric", "int"), ("asymmetric", "none"), ("asymmetric", "float"), ("symmetric", "int"),
             ("symmetric_no_clipping_err", "int")]
 
@@ -47,6 +49,18 @@ def test_cuda_matches_cpu(shape, block, in_dtype, mapping, domain):
     # symmetric_no_clipping_err needs qmin < 0 < qmax: no unsigned targets
     for qdtype in (torch.int8, torch.int4) + (() if mapping.endswith("err") else (torch.uint8,)):
         check(x, mapping, block, qdtype, zero_point_domain=domain)
+
+
+@pytest.mark.parametrize("shape,block,runs", [((64, 96), [1, 96], True), ((64, 96), [64, 1], False),
+                                              ((2, 8, 5, 5), [1, 8, 5, 5], True), ((2, 8, 5, 5), [2, 1, 5, 5], False),
+                                              ((64, 3, 600), [64, 1, 600], False), ((8, 256), [1, 32], True)])
+def test_runs_take_the_cuda_kernels_and_strided_blocks_the_reference(shape, block, runs):
+    """Strided blocks stay on ATen's reductions: a copy into runs first measured 0.62x of them for
+    fp32 per channel along the last axis (64 Mi elements, H100; docs/perf_affine_cuda.md)."""
+    x = torch.randn(shape, device="cuda")
+    names = cuda_kernel_names(lambda: ops.choose_qparams_affine(x, "asymmetric", block, torch.int8))
+    assert any("runMinMaxKernel" in n for n in names) == runs, names
+    assert any("reduce" in n.lower() for n in names) != runs, names  # ATen's amin / amax
 
 
 def test_options_eps_ranges_and_dtypes():

@@ -12,7 +12,7 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from tests.kernels.test_linear_mx import EPS32, FORMATS, REF, ULP, make
-from tests.cuda_support import needs_cuda_kernel
+from tests.cuda_support import cuda_kernel_names, needs_cuda_kernel
 
 pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_mx")]
 P = torch.ops.pt2q
@@ -65,15 +65,9 @@ MMA_FORMATS = ["int8", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int4"]  # byte and 4
 
 def path(fn):
     """Which kernel fn() ran, by the profiler's kernel names: "mma" (linear_mx_mma_kernels.cu),
-    "gemv" (linear_mx_cuda_kernels.cu), "wgmma" (linear_mx_wgmma_kernels.cu) or "dequantize".
-    Under compute-sanitizer the profiler sees no kernels at all: the test is then skipped at this
-    point (its numeric checks come first)."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    if not names:
-        pytest.skip("the CUDA profiler records no kernels here (compute-sanitizer)")
+    "gemv" (linear_mx_cuda_kernels.cu), "wgmma" (linear_mx_wgmma_kernels.cu) or "dequantize"
+    (skips the test under compute-sanitizer: cuda_kernel_names)."""
+    names = cuda_kernel_names(fn)
     if any("linearMxMmaKernel" in n for n in names):
         return "mma"
     if any("mxWgmma" in n for n in names):

@@ -6,6 +6,8 @@
 #   usage: bash tools/gpu/check.sh [--sanitize]      (results also under $OUT when set)
 #   PT2Q_GPU_TESTS="tests/kernels/test_linear_*.py ..." runs only those test files (the whole
 #   suite takes longer than one 10-minute device command: split it over two calls).
+#   PT2Q_GPU_KEEP_BUILD=1 keeps an earlier call's build/ (the device keeps ignored build outputs
+#   between calls on a warm machine), so a second call rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/pt2q-gpu-out}
@@ -27,7 +29,7 @@ if [[ -x /usr/bin/g++ ]]; then
   export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
 fi
 echo "compiler: ${CXX:-$(command -v g++)} ($(${CXX:-g++} -dumpfullversion))"
-rm -rf build
+[[ "${PT2Q_GPU_KEEP_BUILD:-0}" == 1 ]] || rm -rf build
 export CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$SYSROOT/usr -DProtobuf_PROTOC_EXECUTABLE=$SYSROOT/usr/bin/protoc \
 -DProtobuf_INCLUDE_DIR=$SYSROOT/usr/include -DProtobuf_LIBRARY=$LIBDIR/libprotobuf.so \
 -DGTest_DIR=$LIBDIR/cmake/GTest"
