@@ -3,15 +3,16 @@ int8 tensor-core GEMV in its linear_q8 mode, conv2d through an im2col kernel) ag
 run: the float ops they replace (cuDNN / cuBLAS in bf16 and fp32), the quantize/dequantize chain of
 an unlowered XNNPACK graph in eager mode (torch's dequantize_per_tensor -> fp32 op ->
 quantize_per_tensor), pt2q's reference (what these ops ran on CUDA before: fp64 ATen) and, for
-linears with more than 16 rows, torch._int_mm (int8 x int8 -> int32 only, no requantization).
+linears with more than 16 rows, torch._int_mm (int8 x int8 -> int32 only, no requantization). From
+256 rows pt2q runs Hopper's wgmma GEMM; a second row times the mma.sync GEMM it replaced there.
 Shapes are bench_static_q8.py's (the demo's small convolutions, ResNet-style ones, MobileNet
-depthwise and a ResNeXt grouped convolution, Llama-style linears) plus decode rows. Times are medians of CUDA-event timings of 8 calls queued back to back
-(bench_mx_cuda.time_ms: no launch gaps); "x bf16" is the bf16 float op's
-time over the row's. Small ops are bound by the host's time per call there, so a second column
-times bf16 F.conv2d / F.linear and pt2q's op (graph-safe: no host sync) as a CUDA graph of 16
-calls, which leaves the device's time alone.
+depthwise and a ResNeXt grouped convolution, Llama-style linears) plus decode rows. Times are
+medians of CUDA-event timings of 8 calls queued back to back (bench_mx_cuda.time_ms: no launch
+gaps); "x bf16" is the bf16 float op's time over the row's. Small ops are bound by the host's time
+per call there, so a second column times bf16 F.conv2d / F.linear and pt2q's op (graph-safe: no
+host sync) as a CUDA graph of 16 calls, which leaves the device's time alone.
 
-    python benchmarks/kernels/bench_static_q8_cuda.py [--only conv|linear]
+    python benchmarks/kernels/bench_static_q8_cuda.py [--only SUBSTRING]   (e.g. conv, linear, M=512)
 """
 
 from __future__ import annotations
@@ -31,7 +32,19 @@ from bench_static_q8 import CONVS, GROUPED  # noqa: E402
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
 REF = pt2q._C.reference
-LINEARS = [(4096, 4096, 1), (4096, 4096, 16), (4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]
+LINEARS = [(4096, 4096, 1), (4096, 4096, 16), (4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256),
+           (4096, 4096, 512), (11008, 4096, 512), (4096, 4096, 2048), (11008, 4096, 2048)]
+
+
+def mma_sync(fn):
+    """fn with PT2Q_CUDA_Q8_WGMMA=0: the mma.sync GEMM where Hopper's wgmma GEMM would run."""
+    def run():
+        os.environ["PT2Q_CUDA_Q8_WGMMA"] = "0"
+        try:
+            return fn()
+        finally:
+            del os.environ["PT2Q_CUDA_Q8_WGMMA"]
+    return run
 
 
 def conv_rows(n, c, h, oc, k, s, groups=1):
@@ -55,7 +68,9 @@ def conv_rows(n, c, h, oc, k, s, groups=1):
             ("F.conv2d fp32", lambda: F.conv2d(xf, wf, b, s, p, 1, groups)),
             ("q/dq chain (eager)", chain),
             ("pt2q reference (fp64)", lambda: REF.conv2d_q8(x, *args)),
-            ("pt2q.conv2d_q8", lambda: P.conv2d_q8(x, *args))]
+            ("pt2q.conv2d_q8", lambda: P.conv2d_q8(x, *args))] + (
+        [("pt2q.conv2d_q8 (mma.sync GEMM)", mma_sync(lambda: P.conv2d_q8(x, *args)))]
+        if groups == 1 and n * ((h + 2 * p - k) // s + 1) ** 2 >= 256 else [])
 
 
 def linear_rows(n, k, m):
@@ -72,6 +87,9 @@ def linear_rows(n, k, m):
         rows.append(("torch._int_mm (no requant)", lambda: torch._int_mm(x, wt)))
     rows += [("pt2q reference (fp64)", lambda: REF.linear_q8(x, 0.02, 3, packed, sw, b, 0.05, 0, -128, 127)),
              ("pt2q.linear_q8", lambda: P.linear_q8(x, 0.02, 3, packed, sw, b, 0.05, 0))]
+    if m >= 256:  # where Hopper's wgmma GEMM may run (linearDynamicWgmmaTakes)
+        rows.append(("pt2q.linear_q8 (mma.sync GEMM)",
+                     mma_sync(lambda: P.linear_q8(x, 0.02, 3, packed, sw, b, 0.05, 0))))
     return rows
 
 
@@ -102,7 +120,7 @@ def main():
               for n, c, h, oc, k, s, *gr in CONVS + GROUPED]
     groups += [(f"linear N={n} K={k} M={m}", linear_rows(n, k, m)) for n, k, m in LINEARS]
     for group, rows in groups:
-        if only and not group.startswith(only):
+        if only not in group:
             continue
         times = [(name, time_ms(fn, warmup=5, reps=30), graph_ms(fn) if name.startswith(GRAPHED) else None)
                  for name, fn in rows]

@@ -1,8 +1,8 @@
-// linear_w8a8 for many rows of x on Hopper's warpgroup mma (wgmma, sm_90a): int8 weights per
-// channel without zero points, the layout of Int8DynActInt8WeightQuantizer and XNNPACK's dynamic
-// config. Other layouts and linear_q8 keep the mma.sync GEMM (linear_dynamic_gemm_kernels.cu):
-// per-span scaling and weight zero points need more registers than wgmma's accumulators leave,
-// and linear_q8's instantiation did not launch on the H100 (linearDynamicWgmmaTakes).
+// linear_w8a8 and linear_q8 for many rows of x on Hopper's warpgroup mma (wgmma, sm_90a): int8
+// weights per channel without zero points, the layout of Int8DynActInt8WeightQuantizer, XNNPACK's
+// dynamic config and the static int8 linears. Other layouts keep the mma.sync GEMM
+// (linear_dynamic_gemm_kernels.cu): per-span scaling and weight zero points need more registers
+// than wgmma's accumulators leave.
 //
 // A block is two consumer warpgroups and one producer warp: 128 rows of x (64 per warpgroup, the
 // A operand) by TN = 256 or 128 weight rows (the B operand); D = x w^T is tokens x outputs, so the
@@ -15,7 +15,8 @@
 // next are issued, and a consumer releases a buffer once the wgmmas that read it are done.
 //
 // Numerics are the other GEMM's, bit for bit: the exact int32 sum of q w over K, then
-// sum - zx * rowsum(w) (the row sums from the same small kernel), scaled in fp32 in the same order.
+// sum - zx * rowsum(w) (the row sums from the same small kernel), scaled in fp32 in the same order
+// (W8A8) or requantized by the same steps (linear_q8, dyn::requantize).
 #include <cuda.h>
 
 #include <cstdint>
@@ -72,10 +73,13 @@ __global__ void __launch_bounds__(256)
   if (lane < 4 && row < n) out[row] = s;
 }
 
-// __launch_bounds__(288, 1) would size the register cap for 384 threads (168 registers, spills at
-// TN = 256); 176 fit without spills.
-template <int TN>
-__global__ void __maxnreg__(176)
+// Registers are allotted per scheduler: 9 warps put 3 on one of the four, so a thread may hold at
+// most 65536 / 4 / 3 / 32 = 170. __launch_bounds__(288, 1) would size the cap for 384 threads
+// (168 registers, spills at TN = 256); W8A8's 176 cap compiles to 170. linear_q8 (Q8) runs at
+// TN = 128 only, under 168: its first instantiation, at TN = 256 with 222 and then 176
+// registers, did not launch ("too many resources requested for launch").
+template <int TN, bool Q8>
+__global__ void __maxnreg__(Q8 ? 168 : 176)
     dynWgmma(DynGemv a, const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
              int64_t chunks) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -149,8 +153,8 @@ __global__ void __maxnreg__(176)
   for (int h = 0; h < 2; ++h) {
     const int64_t tok = m0 + wg * 64 + warp * 16 + g + 8 * h;
     if (tok >= a.m) continue;
-    const int zx = a.x.zero_points[tok];
-    const float sx = a.x.scales[tok];
+    const int zx = Q8 ? a.q8.zx : a.x.zero_points[tok];
+    const float sx = Q8 ? 0.0f : a.x.scales[tok];
 #pragma unroll
     for (int i = 0; i < R / 4; ++i) {
 #pragma unroll
@@ -158,6 +162,11 @@ __global__ void __maxnreg__(176)
         const int64_t r = n0 + 8 * i + 2 * t + j;
         if (r >= a.n) continue;
         const int sum = acc[4 * i + 2 * h + j] - zx * a.row_sums[r];
+        if constexpr (Q8) {
+          static_cast<int8_t*>(a.y)[tok * a.n + r] =
+              dyn::requantize(a.q8, a.scales[r], sum, a.bias != nullptr ? a.bias[r] : 0.0f);
+          continue;
+        }
         float y = a.scales[r] * static_cast<float>(sum);
         y = y * sx;
         if (a.bias != nullptr) y += a.bias[r];
@@ -187,11 +196,11 @@ bool encodeMaps(const DynGemv& a, int tn, CUtensorMap* xmap, CUtensorMap* wmap) 
   return map(xmap, a.x.codes, a.m, kTokens) && map(wmap, a.weight_rows, a.n, tn);
 }
 
-template <int TN>
+template <int TN, bool Q8>
 cudaError_t launch(const DynGemv& a, cudaStream_t stream) {
   CUtensorMap xmap, wmap;
   if (!encodeMaps(a, TN, &xmap, &wmap)) return cudaErrorNotSupported;
-  constexpr auto kernel = dynWgmma<TN>;
+  constexpr auto kernel = dynWgmma<TN, Q8>;
   if (const cudaError_t e = allowSharedMemory<kernel>(smemBytes<TN>()); e != cudaSuccess) return e;
   const int64_t chunks = a.k / 16;
   weightRowSums<<<static_cast<unsigned>(((a.n + 3) / 4 + 7) / 8), 256, 0, stream>>>(a.packed, a.n, chunks,
@@ -208,10 +217,10 @@ bool hasWorkspace(const DynGemv& a) {
 }
 
 bool linearDynamicWgmmaTakes(const DynGemv& a) {
-  // linear_q8 (q8.on) stays on the mma.sync GEMM: an instantiation with its requantizing epilogue
-  // did not launch on the H100 ("too many resources requested for launch", at 222 and at 176
-  // registers, where W8A8's launched at 170); not understood yet.
-  if (a.q8.on || a.m < kDynWgmmaMinRows) return false;
+  // linear_q8 runs 128 weight rows per block, where the pass that unpacks the weight (n x k bytes
+  // written and read again) costs more against fewer rows: at 256 rows of 11008 x 4096 it ran
+  // 0.90x the mma.sync GEMM, 4096 x 4096 1.71x (H100, CUDA graphs).
+  if (a.m < (a.q8.on && a.n > 4096 ? kDynWgmmaQ8WideMinRows : kDynWgmmaMinRows)) return false;
   if (a.bits != 8 || a.groups != 1 || a.zero_points != nullptr) return false;
   // The copy engine wants 16-byte aligned bases and strides, and takes int32 coordinates.
   if (a.k % 16 != 0 || a.m > INT32_MAX || a.k > INT32_MAX || reinterpret_cast<uintptr_t>(a.x.codes) % 16 != 0 ||
@@ -219,7 +228,7 @@ bool linearDynamicWgmmaTakes(const DynGemv& a) {
     return false;
   }
   // The kernels exist for sm_90a only: a device that cannot load them keeps the other GEMM.
-  return wgmma::runsHere<dynWgmma<256>>();
+  return wgmma::runsHere<dynWgmma<256, false>>();
 }
 
 cudaError_t linearDynamicWgmma(const DynGemv& a, int tile_rows, cudaStream_t stream) {
@@ -227,7 +236,8 @@ cudaError_t linearDynamicWgmma(const DynGemv& a, int tile_rows, cudaStream_t str
   if (!linearDynamicWgmmaTakes(a) || !hasWorkspace(a) || (tile_rows != 128 && tile_rows != 256)) {
     return cudaErrorInvalidValue;
   }
-  return tile_rows == 256 ? launch<256>(a, stream) : launch<128>(a, stream);
+  if (a.q8.on) return launch<128, true>(a, stream);
+  return tile_rows == 256 ? launch<256, false>(a, stream) : launch<128, false>(a, stream);
 }
 
 }  // namespace pt2q::cuda

@@ -1,5 +1,6 @@
 // CUDA glue of linear_q8 / conv2d_q8: the shared checks, then the int8 tensor-core GEMV of the
-// dynamic linears in its linear_q8 mode (exact int32 sums, requantized in fp32 as on CPU); conv2d_q8
+// dynamic linears in its linear_q8 mode (exact int32 sums, requantized in fp32 as on CPU; their
+// GEMMs from kDynGemmMinRows rows, on Hopper's wgmma from kDynWgmmaMinRows); conv2d_q8
 // first lays its input out as im2col rows (im2col_cuda_kernels.h). A K over kQ8MaxK takes the
 // reference, whose sums are fp64: past it, int32 sums of (q - zx) w could overflow. Grouped and
 // depthwise convolutions (groups > 1) run a direct kernel (conv2d_q8_grouped_kernels.h).
@@ -53,6 +54,17 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
   a.q8 = requantArgs(input_scale, input_zero_point, q);
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  // Many rows on Hopper: the wgmma GEMM, with its workspaces (the weight's row sums and rows).
+  // PT2Q_CUDA_Q8_WGMMA=0 keeps the mma.sync GEMM (the tests' bit-for-bit comparison).
+  a.m = std::min(cuda::kDynGemvMaxRows, m);
+  a.x.codes = const_cast<int8_t*>(rows);
+  at::Tensor row_sums, weight_rows;
+  if (cuda::envOr("PT2Q_CUDA_Q8_WGMMA", 1) != 0 && cuda::linearDynamicWgmmaTakes(a)) {
+    row_sums = at::empty({a.n}, weight_scales.options().dtype(at::kInt));
+    weight_rows = at::empty({a.n, ld}, weight_scales.options().dtype(at::kChar));
+    a.row_sums = row_sums.data_ptr<int32_t>();
+    a.weight_rows = weight_rows.data_ptr<int8_t>();
+  }
   // The grid takes kDynGemvMaxRows rows of x per launch.
   for (int64_t r0 = 0; r0 < m; r0 += cuda::kDynGemvMaxRows) {
     a.m = std::min(cuda::kDynGemvMaxRows, m - r0);

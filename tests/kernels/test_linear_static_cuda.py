@@ -2,10 +2,11 @@
 an im2col kernel; grouped and depthwise conv2d_q8 through a direct kernel). Codes against the exact
 fp64 computation from the codes (equal except within fp32 rounding of a .5 tie, there at most one
 apart: the CPU test's rule) and against the CPU kernel by the same rule (grouped: bit for bit);
-M in {1, 2, 7, 16, 33, 64, 128, 129, 2048} (the GEMM from 64 rows on), odd N, K not a multiple of
-16, fused relu, no bias, extreme codes at the int32 limit of K, misaligned and strided inputs, more
-rows than one launch takes, deterministic; the reference path past that K; errors; opcheck.
-Runs on the GPU machine; skipped elsewhere."""
+M in {1, 2, 7, 16, 33, 64, 128, 129, 2048} (the GEMM from 64 rows on; Hopper's wgmma GEMM from 256,
+bit for bit against the mma.sync one), odd N, K not a multiple of 16, fused relu, no bias, extreme
+codes at the int32 limit of K, misaligned and strided inputs, more rows than one launch takes,
+deterministic; the reference path past that K; errors; opcheck. Runs on the GPU machine; skipped
+elsewhere."""
 
 import pytest
 import torch
@@ -76,6 +77,54 @@ def test_linear_extreme_codes_at_the_int32_limit(zx, xv, wv):
     acc = F.linear(x.double() - zx, w.double())
     so = float((acc * 0.01 * 1e-6).abs().max()) / 100
     check_linear_cuda(x, 0.01, zx, w, sw, b, so, 0)
+
+
+@pytest.mark.parametrize("m", [256, 300, 2048])
+@pytest.mark.parametrize("n,k", [(67, 256), (130, 1000), (257, 4096)])
+def test_linear_wgmma_gemm_matches_the_mma_sync_gemm(m, n, k, monkeypatch):
+    """From 256 rows on Hopper, linear_q8 runs the wgmma GEMM: the same exact sums and
+    requantization as the mma.sync GEMM (PT2Q_CUDA_Q8_WGMMA=0), so the same codes bit for bit,
+    with partial tiles of x, of the weight and of K (K padded to 16)."""
+    x, sx, zx, w, sw, b, so, zo = make(n, k, (m,), seed=m + n + k)
+    packed = P.pack_weight_int8(w).cuda()
+
+    def run():
+        return P.linear_q8(x.cuda(), sx, zx, packed, sw.cuda(), b.cuda(), so, zo, -128, 127)
+    got = run()
+    v, want = exact(F.linear(x.double() - zx, w.double()), sx, sw, b, so, zo, -128, 127, -1)
+    check_codes(got.cpu(), v, want, zo, -128, 127)
+    monkeypatch.setenv("PT2Q_CUDA_Q8_WGMMA", "0")
+    assert torch.equal(got, run())
+    assert not any("dynWgmma" in n for n in cuda_kernel_names(run))
+    monkeypatch.setenv("PT2Q_CUDA_Q8_WGMMA", "1")
+    assert any("dynWgmma" in n for n in cuda_kernel_names(run))
+
+
+@pytest.mark.parametrize("m,wgmma", [(256, False), (511, False), (512, True)])
+def test_linear_over_4096_outputs_takes_the_wgmma_gemm_from_512_rows(m, wgmma):
+    x, sx, zx, w, sw, b, so, zo = make(4100, 64, (m,), seed=m)
+    packed = P.pack_weight_int8(w).cuda()
+
+    def run():
+        return P.linear_q8(x.cuda(), sx, zx, packed, sw.cuda(), b.cuda(), so, zo, -128, 127)
+    v, want = exact(F.linear(x.double() - zx, w.double()), sx, sw, b, so, zo, -128, 127, -1)
+    check_codes(run().cpu(), v, want, zo, -128, 127)
+    assert any("dynWgmma" in n for n in cuda_kernel_names(run)) == wgmma
+
+
+def test_conv2d_many_rows_on_the_wgmma_gemm(monkeypatch):
+    shape = (8, 24, 16, 16, 40, (3, 3), (1, 1), (1, 1), (1, 1))  # 2048 rows of k = 216
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(*shape, seed=12)
+    args = (sx, zx, pack_conv(w).cuda(), sw.cuda(), b.cuda(), [3, 3], [1, 1], [1, 1], [1, 1], so, zo)
+
+    def run():
+        return P.conv2d_q8(x.cuda(), *args)
+    got = run()
+    check_codes(got.cpu(), *exact(acc, sx, sw, b, so, zo, -128, 127, 1), zo, -128, 127)
+    monkeypatch.setenv("PT2Q_CUDA_Q8_WGMMA", "0")
+    assert torch.equal(got, run())
+    monkeypatch.setenv("PT2Q_CUDA_Q8_WGMMA", "1")
+    assert any("dynWgmma" in n for n in cuda_kernel_names(run))
 
 
 def test_linear_past_the_int32_limit_takes_the_reference():
