@@ -73,11 +73,11 @@ __global__ void __launch_bounds__(256)
   if (lane < 4 && row < n) out[row] = s;
 }
 
-// Registers are allotted per scheduler: 9 warps put 3 on one of the four, so a thread may hold at
-// most 65536 / 4 / 3 / 32 = 170. __launch_bounds__(288, 1) would size the cap for 384 threads
-// (168 registers, spills at TN = 256); W8A8's 176 cap compiles to 170. linear_q8 (Q8) runs at
-// TN = 128 only, under 168: its first instantiation, at TN = 256 with 222 and then 176
-// registers, did not launch ("too many resources requested for launch").
+// Registers are allotted per scheduler (16384 each, in units of 256 a warp), and 9 warps put 3 on
+// one of the four, so a thread may hold at most 168. __launch_bounds__(288, 1) would size the cap
+// for 384 threads (168, spills at TN = 256); W8A8's cap of 176 compiles to 164. linear_q8 (Q8)
+// runs at TN = 128 only, under 168 (162 used): its first instantiation, at TN = 256 with 222 and
+// then 176 registers, did not launch ("too many resources requested for launch").
 template <int TN, bool Q8>
 __global__ void __maxnreg__(Q8 ? 168 : 176)
     dynWgmma(DynGemv a, const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
