@@ -80,10 +80,12 @@ int main(int argc, char** argv) {
     bool q8;
     FloatType yt;
   };
-  // m >= kDynWgmmaMinRows (the wgmma GEMM takes no fewer); linear_q8 (q8) is not taken yet.
-  const C cases[] = {{256, 256, 128, false, FloatType::kF32},    {300, 300, 400, false, FloatType::kF32},
-                     {257, 1000, 4112, false, FloatType::kBF16}, {257, 520, 2064, false, FloatType::kF16},
-                     {2048, 4096, 4096, false, FloatType::kF32}, {384, 11008, 4096, false, FloatType::kBF16}};
+  // m >= kDynWgmmaMinRows (the wgmma GEMM takes no fewer); weight rows not a multiple of 4 (the
+  // packed layout's zero rows), K not a whole stage; linear_q8 (q8) at 128 weight rows a block.
+  const C cases[] = {{256, 256, 128, false, FloatType::kF32},    {300, 298, 400, false, FloatType::kF32},
+                     {257, 1000, 4112, false, FloatType::kBF16}, {257, 522, 2064, false, FloatType::kF16},
+                     {2048, 4096, 4096, false, FloatType::kF32}, {384, 11008, 4096, false, FloatType::kBF16},
+                     {256, 259, 1040, true, FloatType::kF32},    {600, 4100, 2064, true, FloatType::kF32}};
   if (profile) {
     Problem p = make(2048, 4096, 4096, rng);
     DynGemv a = args(p, false, FloatType::kBF16, prop.multiProcessorCount);
