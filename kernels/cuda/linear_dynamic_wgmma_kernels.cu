@@ -179,8 +179,8 @@ __global__ void __maxnreg__(Q8 ? 168 : 176)
 
 // x's codes [m, k] and the weight's rows [n, k] (unpacked by weightRowSums) in boxes of 128 k x
 // 128 or TN rows, 128-byte swizzled, zeros out of bounds. (A 4-D map straight over the packed
-// layout wrote outside its box in the 128-byte swizzle, which pads 16-byte inner rows to 128
-// bytes; without swizzle it was bit for bit but 1.6x slower on the H100: docs/perf_linear_cuda.md.)
+// layout wrote outside its box in the 128-byte swizzle, likely laying 16-byte inner rows over 128
+// bytes; without swizzle it was bit for bit but 1.6-2.1x slower on the H100: docs/perf_linear_cuda.md.)
 bool encodeMaps(const DynGemv& a, int tn, CUtensorMap* xmap, CUtensorMap* wmap) {
   const wgmma::EncodeTiled encode = wgmma::encodeTiled();
   if (encode == nullptr) return false;
