@@ -72,7 +72,8 @@ cudaError_t linearDynamicGemm(const DynGemv& a, cudaStream_t stream);
 
 /// The GEMM on Hopper's wgmma (linear_dynamic_wgmma_kernels.cu, sm_90a) for linear_w8a8 and
 /// linear_q8 (q8.on: 128 weight rows per block whatever tile_rows says): int8 weights per channel
-/// without zero points, from kDynWgmmaMinRows rows of x, on a compute
+/// without zero points, from kDynWgmmaMinRows rows of x (kDynWgmmaWideMinRows past 4096 weight
+/// rows; the environment variable PT2Q_CUDA_WGMMA_MIN_ROWS overrides both), on a compute
 /// capability 9.0 device (linearDynamicWgmmaTakes: callers allocate the workspaces only then).
 /// It needs the row_sums and weight_rows workspaces (hasWorkspace). tile_rows: weight rows per
 /// block, 256 or 128. linearDynamicGemm runs it when it takes the call and has the workspaces. Below 256 rows the extra pass that
@@ -80,8 +81,7 @@ cudaError_t linearDynamicGemm(const DynGemv& a, cudaStream_t stream);
 /// 11008 x 4096 and 14336 x 4096 ran 0.53-0.54x bf16 F.linear against the mma.sync GEMM's
 /// 0.61-0.74x; at 2048 rows 0.81-1.12x against 0.56-0.63x).
 constexpr int64_t kDynWgmmaMinRows = 256;
-/// linear_q8 over more than 4096 weight rows takes the wgmma GEMM from this many rows.
-constexpr int64_t kDynWgmmaQ8WideMinRows = 512;
+constexpr int64_t kDynWgmmaWideMinRows = 512;
 bool linearDynamicWgmmaTakes(const DynGemv& a);
 bool hasWorkspace(const DynGemv& a);
 cudaError_t linearDynamicWgmma(const DynGemv& a, int tile_rows, cudaStream_t stream);

@@ -20,6 +20,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "kernels/cuda/dyn_mma.cuh"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
@@ -217,10 +218,16 @@ bool hasWorkspace(const DynGemv& a) {
 }
 
 bool linearDynamicWgmmaTakes(const DynGemv& a) {
-  // linear_q8 runs 128 weight rows per block, where the pass that unpacks the weight (n x k bytes
-  // written and read again) costs more against fewer rows: at 256 rows of 11008 x 4096 it ran
-  // 0.90x the mma.sync GEMM, 4096 x 4096 1.71x (H100, CUDA graphs).
-  if (a.m < (a.q8.on && a.n > 4096 ? kDynWgmmaQ8WideMinRows : kDynWgmmaMinRows)) return false;
+  // Past 4096 weight rows the pass that unpacks the weight (n x k bytes written and read again)
+  // outweighs the wgmma's gain at 256 rows (H100, tools/gpu/wgmma_probe.cu, the tile the op picks:
+  // W8A8 14336 x 4096 107.1 us against the mma.sync GEMM's 87.7, 11008 x 4096 93.5 against 87.8;
+  // linear_q8 0.90x on 11008 x 4096), not at 512 (1.13-1.38x on those shapes).
+  // PT2Q_CUDA_WGMMA_MIN_ROWS overrides both (the probe).
+  const char* env = std::getenv("PT2Q_CUDA_WGMMA_MIN_ROWS");
+  const int64_t min_rows = env != nullptr && *env != '\0' ? std::atoll(env)
+                           : a.n > 4096                     ? kDynWgmmaWideMinRows
+                                                            : kDynWgmmaMinRows;
+  if (a.m < min_rows) return false;
   if (a.bits != 8 || a.groups != 1 || a.zero_points != nullptr) return false;
   // The copy engine wants 16-byte aligned bases and strides, and takes int32 coordinates.
   if (a.k % 16 != 0 || a.m > INT32_MAX || a.k > INT32_MAX || reinterpret_cast<uintptr_t>(a.x.codes) % 16 != 0 ||

@@ -16,7 +16,7 @@ from torch.library import opcheck
 import pt2q  # noqa: F401
 from tests.kernels.test_linear_dynamic import adversarial_rows, torch_per_tensor_chain, torch_per_token
 from tests.kernels.test_linear_woq_cuda import make
-from tests.cuda_support import needs_cuda_kernel
+from tests.cuda_support import cuda_kernel_names, needs_cuda_kernel
 
 pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_w8a8")]
 P = torch.ops.pt2q
@@ -154,6 +154,20 @@ def test_gemm_wide_weight_tiles(bits, group, zp):
     k = 1024 if group is not None else GEMM_K[None][bits]
     w, s, z = make(bits, 3850, k, group, zp, seed=14)
     check(bits, torch.randn(m, k).to(torch.float16), w, s, z, torch.randn(3850))
+
+
+@pytest.mark.parametrize("m,n,wgmma", [(256, 4096, True), (256, 4100, False), (511, 4100, False),
+                                       (512, 4100, True)])
+def test_w8a8_takes_the_wgmma_gemm_from_256_rows_or_512_past_4096_outputs(m, n, wgmma):
+    """Hopper's wgmma GEMM (int8 per channel, no zero points) from 256 rows of x, or 512 where the
+    weight has more than 4096 rows (its unpacking pass weighs more there); the results pass the
+    same bound either way (the GEMMs agree bit for bit: tools/gpu/wgmma_probe.cu)."""
+    w, s, _ = make(8, n, 64, None, zp=False, seed=m + n)
+    x = torch.randn(m, 64)
+    check(8, x, w, s, None, torch.randn(n))
+    packed = P.pack_weight_int8(w.cuda())
+    names = cuda_kernel_names(lambda: P.linear_w8a8(x.cuda(), packed, s.cuda()))
+    assert any("dynWgmma" in name for name in names) == wgmma
 
 
 def test_reference_path_for_int8_groups_of_16():

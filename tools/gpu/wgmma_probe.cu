@@ -5,6 +5,7 @@
 //     kernels/cuda/linear_dynamic_wgmma_kernels.cu kernels/cuda/linear_dynamic_gemm_kernels.cu \
 //     kernels/cuda/linear_dynamic_cuda_kernels.cu -o /tmp/wgmma_probe && /tmp/wgmma_probe
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -70,6 +71,7 @@ DynGemv args(const Problem& p, bool q8, FloatType yt, int sms) {
 int main(int argc, char** argv) {
   // --profile: one call of each GEMM at 2048 x 4096 x 4096 (for Nsight Compute), nothing else.
   const bool profile = argc > 1 && std::strcmp(argv[1], "--profile") == 0;
+  setenv("PT2Q_CUDA_WGMMA_MIN_ROWS", "256", 1);  // time the wgmma GEMM where the ops would not take it
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs\n", prop.name, prop.multiProcessorCount);
