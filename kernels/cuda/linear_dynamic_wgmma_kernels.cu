@@ -155,7 +155,7 @@ __global__ void __maxnreg__(Q8 ? 168 : 176)
     const int64_t tok = m0 + wg * 64 + warp * 16 + g + 8 * h;
     if (tok >= a.m) continue;
     const int zx = Q8 ? a.q8.zx : a.x.zero_points[tok];
-    const float sx = Q8 ? 0.0f : a.x.scales[tok];
+    const float sx = Q8 ? 0.0f : a.x.scales[tok];  // linear_q8: x's scale is in q8
 #pragma unroll
     for (int i = 0; i < R / 4; ++i) {
 #pragma unroll
@@ -166,12 +166,12 @@ __global__ void __maxnreg__(Q8 ? 168 : 176)
         if constexpr (Q8) {
           static_cast<int8_t*>(a.y)[tok * a.n + r] =
               dyn::requantize(a.q8, a.scales[r], sum, a.bias != nullptr ? a.bias[r] : 0.0f);
-          continue;
+        } else {
+          float y = a.scales[r] * static_cast<float>(sum);
+          y = y * sx;
+          if (a.bias != nullptr) y += a.bias[r];
+          dyn::storeOut(a.y, a.yt, tok * a.n + r, y);
         }
-        float y = a.scales[r] * static_cast<float>(sum);
-        y = y * sx;
-        if (a.bias != nullptr) y += a.bias[r];
-        dyn::storeOut(a.y, a.yt, tok * a.n + r, y);
       }
     }
   }
