@@ -1,7 +1,9 @@
 // The weight-only GEMV on tensor cores, for bf16 / fp16 x (linear_woq_cuda_kernels.h). A warp
-// owns 16 output rows (four packed 4-row blocks) over a range of K and feeds them to
-// mma.m16n8k16 as the A operand; the x rows are the B operand's 8 columns (two column tiles for
-// 9 to 16 rows), so 16 rows of x cost about what one does.
+// owns 16 output rows (four packed 4-row blocks; two such tiles for int4 weights of many rows at
+// 9 to 16 rows of x) over a range of K and feeds them to mma.m16n8k16 as the A operand; the x rows
+// are the B operand's 8 columns (two column tiles for 9 to 16 rows). 16 rows of x take 1.5-1.9x
+// the time of one on the H100 (docs/perf_linear_cuda.md): x's words and mmas double, and the
+// registers they hold leave two blocks per multiprocessor instead of three.
 //
 // The A fragment wants each lane to hold 4 values of k per row per mma, but a coalesced load gives
 // a lane W contiguous bytes of one row. The sum over k does not care about the order of k, so the
@@ -100,9 +102,12 @@ struct Mma<FloatType::kF16> {
 // W: bytes per lane per row per span (span = 4W bytes of a row: 4W int8 or 8W int4 values).
 // NT: 8-row tiles of x (1 for up to 8 rows, 2 for up to 16). GROUPED: scales per group (applied per
 // span) rather than per channel (applied once at the end). ZP: zero points present, so the kernel
-// also sums x over each span: sum (w - z) x = sum w x - z sum x.
-// Three blocks per multiprocessor for one x tile (at most 85 registers; measured on the H100 at
-// 1 and 8 rows: 0-9 % faster than two, 2 % slower on 4096 x 11008 int4), two for two tiles.
+// also sums x over each span: sum (w - z) x = sum w x - z sum x. TPW: 16-row weight tiles per
+// warp (each span's x words serve all of them). UNR: spans whose weight loads a lane has in flight.
+// MINB: blocks per multiprocessor; three for one x tile (at most 85 registers; measured on the H100
+// at 1 and 8 rows: 0-9 % faster than two, 2 % slower on 4096 x 11008 int4), two for two tiles.
+// Per weight tile and x tile, the mmas and the scaling run in the same order for every TPW and UNR,
+// so these only change speed, never bits.
 // Bookkeeping per span is kept small (it was about 60 % of the instructions of an earlier version,
 // 286 per span of a warp against ~110 of decode and mma; now 170): pointers advance by a constant
 // per batch of spans instead of being rebuilt from 64-bit indices, rows of the weight past n and
@@ -110,8 +115,8 @@ struct Mma<FloatType::kF16> {
 // columns are independent, and those are never stored), and the group of a span is counted, not
 // divided out. On the H100 this was 6-10 % faster for int8 and 11-29 % for int4 g128 at one row
 // (docs/perf_linear_cuda.md). chunks and spans fit an int: larger k goes to the reference path (linear_woq_cuda.cpp).
-template <int BITS, FloatType T, int W, int NT, bool GROUPED, bool ZP>
-__global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, int splits, int chunks, int spans) {
+template <int BITS, FloatType T, int W, int NT, int TPW, int UNR, int MINB, bool GROUPED, bool ZP>
+__global__ void __launch_bounds__(kThreads, MINB) woqMma(WoqGemv a, int splits, int chunks, int spans) {
   using M = Mma<T>;
   constexpr int WORDS = W / 4;                                      // weight words per row per span
   constexpr int CHUNKS = W / 4;                                     // chunks per span (4W bytes)
@@ -120,34 +125,46 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
   constexpr int KPC = BITS == 8 ? 16 : 32;                          // k per chunk
   constexpr int SPAN_K = CHUNKS * KPC;
   __shared__ float part[kWarps][16][NT * 8];
-  // blockIdx.y: which 16 rows of x (more than 16 rows re-read the weight tile, mostly from L2)
-  const mma::TileLane at(a.n, a.m, splits);
+  // A warp owns TPW consecutive 16-row tiles (a "tile group") and reuses each span's x words for
+  // all of them. blockIdx.y: which 16 rows of x (more than 16 rows re-read the weight tile, mostly
+  // from L2).
+  const int64_t tiles = (a.n + 15) / 16;
+  const mma::TileLane at((tiles + TPW - 1) / TPW * 16, a.m, splits);
   const int g = at.g, t = at.t, sp = at.sp;
-  const int64_t tiles = at.tiles, tile = at.tile, m0 = at.m0, m = at.m;
-  float acc[NT][4];
+  const int64_t tile0 = at.tile * TPW, m0 = at.m0, m = at.m;
+  float acc[TPW][NT][4];
   float xsum[NT];  // per channel with zero points: this lane's share of sum x for token g + 8 nt
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     xsum[nt] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-  }
-  int64_t row[2];  // the lane's two weight rows, clamped to the last row
+    for (int p = 0; p < TPW; ++p) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) row[h] = min(tile * 16 + g + 8 * h, a.n - 1);
-  if (tile < tiles) {
+      for (int i = 0; i < 4; ++i) acc[p][nt][i] = 0.0f;
+    }
+  }
+  int64_t row[TPW][2];  // the lane's two weight rows per tile, clamped to the last row
+#pragma unroll
+  for (int p = 0; p < TPW; ++p) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row[p][h] = min((tile0 + p) * 16 + g + 8 * h, a.n - 1);
+  }
+  if (tile0 < tiles) {
     const int per = (spans + splits - 1) / splits;
     const int i0 = sp * per, i1 = min(spans, i0 + per);
     const int lc = (W * t) / 16, off = (W * t) % 16;  // this lane's chunk in the span, byte offset
-    const int8_t* wp[2];
-    const float* sc[2];
-    const float* zc[2];
+    const int8_t* wp[TPW][2];
+    const float* sc[TPW][2];
+    const float* zc[TPW][2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      wp[h] = a.packed + ((row[h] / 4) * chunks + static_cast<int64_t>(i0) * CHUNKS + lc) * kChunkBytes +
-              (row[h] % 4) * 16 + off;
-      sc[h] = a.scales + row[h] * a.groups;
-      zc[h] = ZP ? a.zero_points + row[h] * a.groups : nullptr;
+    for (int p = 0; p < TPW; ++p) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        wp[p][h] = a.packed + ((row[p][h] / 4) * chunks + static_cast<int64_t>(i0) * CHUNKS + lc) * kChunkBytes +
+                   (row[p][h] % 4) * 16 + off;
+        sc[p][h] = a.scales + row[p][h] * a.groups;
+        zc[p][h] = ZP ? a.zero_points + row[p][h] * a.groups : nullptr;
+      }
     }
     const uint16_t* xp[NT];
 #pragma unroll
@@ -157,28 +174,29 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
     }
     const int spg = GROUPED ? static_cast<int>(a.group_size / SPAN_K) : 1;  // spans per group
     int grp = GROUPED ? i0 / spg : 0, in_grp = GROUPED ? i0 % spg : 0;
-    for (int it = i0; it < i1; it += kUnroll) {
-      uint32_t wr[kUnroll][2][WORDS];
+    for (int it = i0; it < i1; it += UNR) {
+      uint32_t wr[UNR][TPW][2][WORDS];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < UNR; ++u) {
         const bool ok = it + u < i1 && (it + u) * CHUNKS + lc < chunks;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) loadWords(ok ? wp[h] + u * CHUNKS * kChunkBytes : nullptr, wr[u][h], true);
+        for (int p = 0; p < TPW; ++p) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) loadWords(ok ? wp[p][h] + u * CHUNKS * kChunkBytes : nullptr, wr[u][p][h], true);
+        }
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < UNR; ++u) {
         if (it + u >= i1) break;
         const bool live = (it + u) * CHUNKS + lc < chunks;  // false in a last, partial span
-        float d[NT][4];
+        uint32_t xw[NT][RUNS][XWORDS];
         float part_sum[NT];
+        float d[TPW][NT][4];
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) d[nt][i] = 0.0f;
-          uint32_t xw[RUNS][XWORDS];
-#pragma unroll
           for (int r = 0; r < RUNS; ++r) {
-            loadWords(live ? xp[nt] + u * SPAN_K + 16 * r : nullptr, xw[r], false);
+            loadWords(live ? xp[nt] + u * SPAN_K + 16 * r : nullptr, xw[nt][r], false);
           }
           part_sum[nt] = 0.0f;
           if constexpr (ZP) {
@@ -186,57 +204,89 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
             for (int r = 0; r < RUNS; ++r) {
 #pragma unroll
               for (int i = 0; i < XWORDS; ++i) {
-                const float2 f = M::toFloat2(xw[r][i]);
+                const float2 f = M::toFloat2(xw[nt][r][i]);
                 part_sum[nt] += f.x + f.y;
               }
             }
           }
 #pragma unroll
-          for (int j = 0; j < WORDS; ++j) {
-            if constexpr (BITS == 8) {
-              uint32_t fa[4];
-              M::bytePairs(wr[u][0][j], fa[0], fa[2]);
-              M::bytePairs(wr[u][1][j], fa[1], fa[3]);
-              M::mma(d[nt], fa, xw[0][2 * j], xw[0][2 * j + 1]);
-            } else {
+          for (int p = 0; p < TPW; ++p) {
 #pragma unroll
-              for (int hi = 0; hi < 2; ++hi) {
+            for (int i = 0; i < 4; ++i) d[p][nt][i] = 0.0f;
+          }
+        }
+        // Per tile and x tile the mmas run in the order (j, hi), as with one tile per warp.
+#pragma unroll
+        for (int j = 0; j < WORDS; ++j) {
+          if constexpr (BITS == 8) {
+#pragma unroll
+            for (int p = 0; p < TPW; ++p) {
+              uint32_t fa[4];
+              M::bytePairs(wr[u][p][0][j], fa[0], fa[2]);
+              M::bytePairs(wr[u][p][1][j], fa[1], fa[3]);
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt) M::mma(d[p][nt], fa, xw[nt][0][2 * j], xw[nt][0][2 * j + 1]);
+            }
+          } else {
+#pragma unroll
+            for (int hi = 0; hi < 2; ++hi) {
+              uint32_t xb[NT][2];  // the B operand: x's values under the nibble pairs' renaming
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt) {
+                const uint32_t x0 = xw[nt][hi][2 * j], x1 = xw[nt][hi][2 * j + 1];
+                xb[nt][0] = __byte_perm(x0, x1, 0x5410);
+                xb[nt][1] = __byte_perm(x0, x1, 0x7632);
+              }
+#pragma unroll
+              for (int p = 0; p < TPW; ++p) {
                 // pairs (byte 0, byte 2) and (byte 1, byte 3) of the low or high nibbles
                 uint32_t fa[4];
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                  const uint32_t v = wr[u][h][j] >> (4 * hi);
+                  const uint32_t v = wr[u][p][h][j] >> (4 * hi);
                   fa[h] = M::nibblePair(v);
                   fa[h + 2] = M::nibblePair(v >> 8);
                 }
-                const uint32_t x0 = xw[hi][2 * j], x1 = xw[hi][2 * j + 1];
-                M::mma(d[nt], fa, __byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632));
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) M::mma(d[p][nt], fa, xb[nt][0], xb[nt][1]);
               }
             }
           }
         }
         if constexpr (GROUPED) {
-          float s[2], z[2] = {0.0f, 0.0f};
+          float s[TPW][2], z[TPW][2];
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            s[h] = __ldg(sc[h] + grp);
-            if constexpr (ZP) z[h] = __ldg(zc[h] + grp);
+          for (int p = 0; p < TPW; ++p) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              s[p][h] = __ldg(sc[p][h] + grp);
+              z[p][h] = ZP ? __ldg(zc[p][h] + grp) : 0.0f;
+            }
           }
           if (++in_grp == spg) in_grp = 0, ++grp;
+          float s0[NT], s1[NT];
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            if constexpr (ZP) {
-              float s0, s1;
-              mma::columnSums(part_sum[nt], t, s0, s1);
-              acc[nt][0] = fmaf(s[0], fmaf(-z[0], s0, d[nt][0]), acc[nt][0]);
-              acc[nt][1] = fmaf(s[0], fmaf(-z[0], s1, d[nt][1]), acc[nt][1]);
-              acc[nt][2] = fmaf(s[1], fmaf(-z[1], s0, d[nt][2]), acc[nt][2]);
-              acc[nt][3] = fmaf(s[1], fmaf(-z[1], s1, d[nt][3]), acc[nt][3]);
-            } else {
-              acc[nt][0] = fmaf(s[0], d[nt][0], acc[nt][0]);
-              acc[nt][1] = fmaf(s[0], d[nt][1], acc[nt][1]);
-              acc[nt][2] = fmaf(s[1], d[nt][2], acc[nt][2]);
-              acc[nt][3] = fmaf(s[1], d[nt][3], acc[nt][3]);
+            s0[nt] = s1[nt] = 0.0f;
+            if constexpr (ZP) mma::columnSums(part_sum[nt], t, s0[nt], s1[nt]);
+          }
+#pragma unroll
+          for (int p = 0; p < TPW; ++p) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              float (&c)[4] = acc[p][nt];
+              const float (&e)[4] = d[p][nt];
+              if constexpr (ZP) {
+                c[0] = fmaf(s[p][0], fmaf(-z[p][0], s0[nt], e[0]), c[0]);
+                c[1] = fmaf(s[p][0], fmaf(-z[p][0], s1[nt], e[1]), c[1]);
+                c[2] = fmaf(s[p][1], fmaf(-z[p][1], s0[nt], e[2]), c[2]);
+                c[3] = fmaf(s[p][1], fmaf(-z[p][1], s1[nt], e[3]), c[3]);
+              } else {
+                c[0] = fmaf(s[p][0], e[0], c[0]);
+                c[1] = fmaf(s[p][0], e[1], c[1]);
+                c[2] = fmaf(s[p][1], e[2], c[2]);
+                c[3] = fmaf(s[p][1], e[3], c[3]);
+              }
             }
           }
         } else {
@@ -244,54 +294,94 @@ __global__ void __launch_bounds__(kThreads, NT == 1 ? 3 : 2) woqMma(WoqGemv a, i
           for (int nt = 0; nt < NT; ++nt) {
             xsum[nt] += part_sum[nt];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) acc[nt][i] += d[nt][i];
+            for (int p = 0; p < TPW; ++p) {
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[p][nt][i] += d[p][nt][i];
+            }
           }
         }
       }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) wp[h] += kUnroll * CHUNKS * kChunkBytes;
+      for (int p = 0; p < TPW; ++p) {
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) xp[nt] += kUnroll * SPAN_K;
+        for (int h = 0; h < 2; ++h) wp[p][h] += UNR * CHUNKS * kChunkBytes;
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) xp[nt] += UNR * SPAN_K;
     }
   }
   if constexpr (!GROUPED) {
-    float s[2], z[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      s[h] = __ldg(a.scales + row[h]);
-      if constexpr (ZP) z[h] = __ldg(a.zero_points + row[h]);
-    }
+    float s0[NT], s1[NT];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      float s0 = 0.0f, s1 = 0.0f;
-      if constexpr (ZP) mma::columnSums(xsum[nt], t, s0, s1);
-      acc[nt][0] = s[0] * fmaf(-z[0], s0, acc[nt][0]);
-      acc[nt][1] = s[0] * fmaf(-z[0], s1, acc[nt][1]);
-      acc[nt][2] = s[1] * fmaf(-z[1], s0, acc[nt][2]);
-      acc[nt][3] = s[1] * fmaf(-z[1], s1, acc[nt][3]);
+      s0[nt] = s1[nt] = 0.0f;
+      if constexpr (ZP) mma::columnSums(xsum[nt], t, s0[nt], s1[nt]);
+    }
+#pragma unroll
+    for (int p = 0; p < TPW; ++p) {
+      float s[2], z[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        s[h] = __ldg(a.scales + row[p][h]);
+        if constexpr (ZP) z[h] = __ldg(a.zero_points + row[p][h]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        float (&c)[4] = acc[p][nt];
+        c[0] = s[0] * fmaf(-z[0], s0[nt], c[0]);
+        c[1] = s[0] * fmaf(-z[0], s1[nt], c[1]);
+        c[2] = s[1] * fmaf(-z[1], s0[nt], c[2]);
+        c[3] = s[1] * fmaf(-z[1], s1[nt], c[3]);
+      }
     }
   }
-  mma::finishTile<NT>(part, acc, sp, splits, tile, tiles, a.n, m, [&](int64_t row, int tok, float y) {
-    if (a.bias != nullptr) y += a.bias[row];
-    M::store(a.y, (m0 + tok) * a.n + row, y);
-  });
+#pragma unroll
+  for (int p = 0; p < TPW; ++p) {
+    if (p > 0) __syncthreads();  // the previous tile's sums are read out of `part`
+    mma::finishTile<NT>(part, acc[p], sp, splits, tile0 + p, tiles, a.n, m, [&](int64_t row, int tok, float y) {
+      if (a.bias != nullptr) y += a.bias[row];
+      M::store(a.y, (m0 + tok) * a.n + row, y);
+    });
+  }
 }
 
-template <int BITS, FloatType T, int W, int NT, bool GROUPED>
-cudaError_t launchMma(const WoqGemv& a, cudaStream_t stream) {
+template <int BITS, FloatType T, int W, int NT, int TPW, int UNR, int MINB, bool GROUPED>
+cudaError_t launchTiles(const WoqGemv& a, cudaStream_t stream) {
   const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), spans = (chunks + W / 4 - 1) / (W / 4);
   // Tried on the H100: 8 spans in flight per lane instead of 4 (5-25 % slower at one row, the
   // same at 16), and splitting K only until ~16 warps per multiprocessor (mixed: from 9 % faster
   // to 21 % slower by shape).
   const int splits = mma::splitsFor(spans);
-  const dim3 grid = mma::gridFor(a.n, a.m, splits);
+  const dim3 grid = mma::gridFor(((a.n + 15) / 16 + TPW - 1) / TPW * 16, a.m, splits);
   const int ci = static_cast<int>(chunks), si = static_cast<int>(spans);
   if (a.zero_points != nullptr) {
-    woqMma<BITS, T, W, NT, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
+    woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
   } else {
-    woqMma<BITS, T, W, NT, GROUPED, false><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
+    woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, false><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
   }
   return cudaGetLastError();
+}
+
+// 9 to 16 rows of x (two x tiles) hold more registers, so two blocks per multiprocessor instead of
+// three; there the weight loads in flight were cut to 2 spans (8 warps a scheduler's worth of
+// latency at 16 rows needed the registers more: 1.01-1.19x on the benchmark shapes at 16 rows,
+// H100, same process), and int4 weights of many tiles let a warp own two tiles that share each
+// span's x words (1.15-1.36x on 11008 and 14336 x 4096; with fewer tiles the halved grid lost up
+// to 20 %), docs/perf_linear_cuda.md.
+constexpr int64_t kPairTilesPerSm = 4;  // tiles per multiprocessor from which warps take two (int4, 9+ rows)
+
+template <int BITS, FloatType T, int W, int NT, bool GROUPED>
+cudaError_t launchMma(const WoqGemv& a, cudaStream_t stream) {
+  if constexpr (NT == 1) {
+    return launchTiles<BITS, T, W, NT, 1, kUnroll, 3, GROUPED>(a, stream);
+  } else if constexpr (W == 16) {
+    if (BITS == 4 && (a.n + 15) / 16 >= kPairTilesPerSm * static_cast<int64_t>(a.sm_count)) {
+      return launchTiles<BITS, T, W, NT, 2, 1, 2, GROUPED>(a, stream);
+    }
+    return launchTiles<BITS, T, W, NT, 1, 2, 2, GROUPED>(a, stream);
+  } else {
+    return launchTiles<BITS, T, W, NT, 1, kUnroll, 2, GROUPED>(a, stream);
+  }
 }
 
 template <int BITS, FloatType T, int NT>

@@ -5,11 +5,13 @@ fp32 summation in any order plus the output dtype's rounding; per-channel and gr
 zero points, bias, fp32 / bf16 / fp16 x, odd N, K over several splits, deterministic; the pack
 ops on CUDA give the CPU's bytes. Runs on the GPU machine; skipped elsewhere."""
 
+import re
+
 import pytest
 import torch
 
 import pt2q  # noqa: F401
-from tests.cuda_support import needs_cuda_kernel
+from tests.cuda_support import cuda_kernel_names, needs_cuda_kernel
 
 pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::linear_w8a16")]
 P = torch.ops.pt2q
@@ -285,6 +287,26 @@ def test_tensor_core_spans(bits, group, dtype, zp):
     w, s, z = make(bits, 53, group * 12, group, zp, seed=group + bits)
     for m in (1, 8, 9, 16):
         check(bits, (torch.randn(m, group * 12) * 4).to(dtype), w, s, z, torch.randn(53))
+
+
+@pytest.mark.parametrize("group,zp", [(None, False), (None, True), (128, False), (256, True)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_tensor_core_two_tiles_per_warp(group, zp, dtype):
+    # int4 weights of at least 4 tiles per multiprocessor at 9 to 16 rows of x: a warp owns two
+    # 16-row tiles. 20 rows past the 4-per-multiprocessor mark leave the last warp one real tile
+    # and a partial one; 33 rows are three 16-row slices of x, the last of one row.
+    tiles = 4 * torch.cuda.get_device_properties(0).multi_processor_count
+    n, k = 16 * tiles + 20, 512
+    w, s, z = make(4, n, k, group, zp, seed=n + (group or 0))
+    bias = torch.randn(n)
+    for m in (9, 16, 33):
+        check(4, torch.randn(m, k).to(dtype), w, s, z, bias)
+    packed = P.pack_weight_int4(w.cuda())
+    x = torch.randn(16, k).to(dtype).cuda()
+    zc = None if z is None else z.cuda()
+    names = cuda_kernel_names(lambda: P.linear_w4a16(x, packed, s.cuda(), zc, None))
+    # woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, ZP>: two x tiles, two weight tiles per warp
+    assert any(re.search(r"woqMma<4, [^,]+, 16, 2, 2, 1, 2,", name) for name in names), names
 
 
 @pytest.mark.parametrize("bits,k", [(8, 80), (8, 16), (4, 96), (4, 32)])

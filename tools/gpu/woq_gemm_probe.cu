@@ -272,8 +272,10 @@ int mainGemv(bool profile) {
   const cu::FloatType bf = cu::FloatType::kBF16, hf = cu::FloatType::kF16;
   const int64_t bench[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {14336, 4096}};
   if (profile) {
-    timeCase({4, bf, 1, 14336, 4096, 128, false, 0}, true);
-    timeCase({8, bf, 1, 14336, 4096, 0, false, 0}, true);
+    for (int64_t m : {1, 16}) {
+      timeCase({4, bf, m, 14336, 4096, 128, false, 0}, true);
+      timeCase({8, bf, m, 14336, 4096, 0, false, 0}, true);
+    }
     std::printf("profile calls done\n");
     return 0;
   }
