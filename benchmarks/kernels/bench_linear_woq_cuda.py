@@ -95,7 +95,7 @@ def time_cases(group, cases, rows):
         except Exception as e:  # noqa: BLE001
             rows.append((group, name, None, None, None, repr(e)[:60]))
             continue
-        base = ms if name == "bf16 F.linear" else base
+        base = ms if name.endswith(" F.linear") else base  # the float op in x's dtype
         rows.append((group, name, ms, nbytes / ms / 1e6, base / ms if base else None, ""))
 
 

@@ -3,20 +3,23 @@
 // (linear_mx_cuda_kernels.h): on tensor cores for 2 to kLinearMxMmaMaxRows rows of bf16 / fp16 x
 // (byte and 4-bit codes whose values are exact in x's type), else on CUDA cores up to
 // kLinearMxGemvMaxRows rows; both sum in fp32 in their own fixed order. More rows of bf16 x: the
-// wgmma GEMM on Hopper up to linearMxWgmmaMaxRows rows (byte and 4-bit codes), else the weight
-// dequantized to bf16 (exact for codes of at most 8 bits) for cuBLAS's bf16 GEMM, as the CPU runs
-// bf16 x from 12 rows. Otherwise, and for layouts none of them reads (ragged chunks, codes wider
-// than 8 bits, unaligned storage), the weight is dequantized by mx_dequantize's CUDA kernel and
-// the reference's fp32 matmul runs: the reference's result bit for bit, but the whole fp32 weight
-// is written every call.
+// wgmma GEMM on Hopper up to linearMxWgmmaMaxRows rows (byte and 4-bit codes). Past those, and
+// for layouts they do not read: the weight dequantized to bf16 (exact for codes of at most 8 bits)
+// for cuBLAS's bf16 GEMM with an fp32 result, x as it is (bf16) or as exact bf16 pieces (fp16,
+// fp32), the bias in fp32, one rounding: the CPU's numerics within fp32 summation order, on
+// tensor cores. Codes wider than 8 bits, and torch builds without aten::mm.dtype: the weight is
+// dequantized to fp32 by mx_dequantize's CUDA kernel and the reference's fp32 matmul runs (the
+// whole fp32 weight written every call).
 // The benchmark's A/B switches: PT2Q_CUDA_LINEAR_MX_GEMV=0 keeps that last path for every call,
 // PT2Q_CUDA_LINEAR_MX_MMA=0 the CUDA-core GEMV where it applies, PT2Q_CUDA_LINEAR_MX_GEMM=0 the
-// bf16 dequantize path instead of the GEMM; PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS moves the GEMM's
+// bf16 dequantize path instead of the GEMM, PT2Q_CUDA_LINEAR_MX_BF16_MM=0 the fp32 path instead of
+// the bf16 pieces; PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS moves the GEMM's
 // upper bound, PT2Q_CUDA_LINEAR_MX_SPLITS (1 to 8) forces its split of K and
 // PT2Q_CUDA_LINEAR_MX_TABLE=1 has it decode byte codes by their table.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -24,6 +27,7 @@
 #include <torch/library.h>
 
 #include "kernels/cuda/glue.h"
+#include "kernels/cuda/bf16_pieces_kernels.h"
 #include "kernels/cuda/linear_mx_cuda_kernels.h"
 #include "kernels/linear_mx.h"
 #include "kernels/linear_weight_only_args.h"
@@ -54,6 +58,42 @@ bool halfTable(const std::array<float, 256>& t, int bits, at::ScalarType xt, cud
   return true;
 }
 
+// aten::mm.dtype: bf16 operands, an fp32 result (cuBLAS sums in fp32 either way). Null where this
+// torch lacks the overload; linear_mx then keeps its fp32 path.
+using MmToFloat = c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, at::ScalarType)>;
+const MmToFloat* mmToFloat() {
+  static const std::optional<MmToFloat> op = []() -> std::optional<MmToFloat> {
+    const auto h = c10::Dispatcher::singleton().findSchema({"aten::mm", "dtype"});
+    if (!h.has_value()) return std::nullopt;
+    return h->typed<at::Tensor(const at::Tensor&, const at::Tensor&, at::ScalarType)>();
+  }();
+  return op.has_value() ? &*op : nullptr;
+}
+
+// x [m, k] (bf16, fp16 or fp32) times wt [k, n] (bf16) with an fp32 result: x as it is (bf16), or as
+// its bf16 pieces (bf16_pieces_kernels.h), each product exact in fp32. Up to kStackedRows rows of
+// pieces go as one GEMM of the pieces stacked by rows (the weight read once, as decode wants), the
+// pieces' results then summed in order; past that, one GEMM per piece (no pieces-times-m fp32
+// result).
+constexpr int64_t kStackedRows = 512;
+at::Tensor piecesTimesWeight(const MmToFloat& mm, const at::Tensor& x, const at::Tensor& wt, cudaStream_t stream) {
+  const cuda::FloatType xt = cuda::floatTypeOf(x.scalar_type());
+  const int pieces = cuda::bf16Pieces(xt);
+  if (pieces == 1) return mm.call(x, wt, at::kFloat);
+  const int64_t m = x.size(0), k = x.size(1);
+  const at::Tensor xs = at::empty({pieces * m, k}, x.options().dtype(at::kBFloat16));
+  cuda::checkLaunch(cuda::splitToBf16Pieces(x.const_data_ptr(), xt, m * k, xs.data_ptr(), stream), "linear_mx");
+  if (pieces * m <= kStackedRows) {
+    const at::Tensor ys = mm.call(xs, wt, at::kFloat);
+    at::Tensor y = ys.narrow(0, 0, m);
+    for (int p = 1; p < pieces; ++p) y.add_(ys.narrow(0, p * m, m));
+    return y;
+  }
+  at::Tensor y = mm.call(xs.narrow(0, 0, m), wt, at::kFloat);
+  for (int p = 1; p < pieces; ++p) y.add_(mm.call(xs.narrow(0, p * m, m), wt, at::kFloat));
+  return y;
+}
+
 at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes, const at::Tensor& weight_scales,
                         c10::string_view weight_format, int64_t block_size, const c10::optional<at::Tensor>& bias,
                         const std::optional<std::string>& input_format, int64_t input_block_size,
@@ -77,8 +117,7 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
                                         : input;
   const c10::optional<at::Tensor> b = bias.has_value() ? c10::optional<at::Tensor>(bias->to(at::kFloat)) : c10::nullopt;
   const int64_t gemv_rows = x.scalar_type() == at::kFloat ? cuda::kLinearMxGemvMaxRows : cuda::kLinearMxMmaMaxRows;
-  const bool bf16 = x.scalar_type() == at::kBFloat16;
-  if (a.m >= 1 && (a.m <= gemv_rows || bf16) && cuda::envOr("PT2Q_CUDA_LINEAR_MX_GEMV", 1) != 0) {
+  if (a.m >= 1 && cuda::envOr("PT2Q_CUDA_LINEAR_MX_GEMV", 1) != 0) {
     const at::Tensor xr = x.reshape({a.m, a.k}).contiguous();
     const at::Tensor codes = weight_codes.contiguous(), scales = weight_scales.contiguous();
     const at::Tensor bf = b.has_value() ? b->contiguous() : at::Tensor();
@@ -115,13 +154,6 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
         cuda::checkLaunch(cuda::linearMxWgmma(g, half, decode, static_cast<int>(splits), stream), "linear_mx");
         return y.reshape(linearOutputShape(input.sizes(), a.n));
       }
-      // Every value of a code of at most 8 bits times a power of two is a bf16 (but below 2^-126):
-      // cuBLAS's bf16 GEMM sums in fp32 and rounds once, and a bf16 bias joins before that.
-      if (a.layout.bits <= 8 && (!bias.has_value() || bias->scalar_type() == at::kBFloat16)) {
-        const at::Tensor w =
-            dequantize.call(weight_codes, weight_scales, weight_format, block_size, -1, a.k, at::kBFloat16);
-        return at::linear(x, w, bias);
-      }
     } else {
       // One row: the CUDA-core GEMV where it applies (on the H100 the tensor-core one ran 0.75-1.0x
       // its speed there, and 2.0-4.0x it at 8 rows).
@@ -137,6 +169,21 @@ at::Tensor linearMxCuda(const at::Tensor& input, const at::Tensor& weight_codes,
         cuda::checkLaunch(cuda::linearMxGemv(g, table, stream), "linear_mx");
         return y.reshape(linearOutputShape(input.sizes(), a.n));
       }
+    }
+    // Past the GEMVs and the GEMM: every value of a code of at most 8 bits times a power of two is a
+    // bf16 (but below 2^-126), so the weight dequantized to bf16 once feeds cuBLAS's bf16 GEMM with
+    // an fp32 result: sums of exact products in fp32 (a bf16 result, as at::linear gives, lets
+    // cuBLAS reduce a split K in bf16 under torch's allow_bf16_reduced_precision_reduction, on by
+    // default; it failed the fp32 bound in the tests), then the fp32 bias and one rounding to x's
+    // dtype, as the CPU's paths round. fp16 and fp32 x go as bf16 pieces whose sum is x
+    // (bf16_pieces_kernels.h): the CPU's fp32 numerics within summation order, on tensor cores.
+    const MmToFloat* mm = mmToFloat();
+    if (a.layout.bits <= 8 && mm != nullptr && cuda::envOr("PT2Q_CUDA_LINEAR_MX_BF16_MM", 1) != 0) {
+      const at::Tensor wt =
+          dequantize.call(weight_codes, weight_scales, weight_format, block_size, -1, a.k, at::kBFloat16).t();
+      at::Tensor y32 = piecesTimesWeight(*mm, xr, wt, stream);
+      if (b.has_value()) y32.add_(*b);
+      return y32.to(x.scalar_type()).reshape(linearOutputShape(input.sizes(), a.n));
     }
   }
   const at::Tensor w = dequantize.call(weight_codes, weight_scales, weight_format, block_size, -1, a.k, at::kFloat);

@@ -1,10 +1,13 @@
 """pt2q.linear_mx on CUDA (the decode GEMVs: CUDA cores for one row, tensor cores for 2 to 16
 rows of bf16 / fp16 x, CUDA cores up to 8 rows otherwise; the wgmma GEMM for 17 to 128 rows of
-bf16 x (256 for weights of 8192 rows or more); else mx_dequantize's CUDA kernel and a bf16 (bf16 x) or fp32 matmul; x through
+bf16 x (256 for weights of 8192 rows or more); else mx_dequantize's CUDA kernel to bf16 and cuBLAS
+with an fp32 result, fp16 / fp32 x as exact bf16 pieces (fp32 matmul for wider codes); x through
 mx_fake_quantize's CUDA kernel) against the CPU reference on the same inputs, within the bound of
 fp32 summation in any order: every weight format, ragged K, block sizes, input formats, bias,
 bf16 / fp16 x, NaN blocks, extreme scales, unaligned storage; deterministic; which path ran;
 opcheck. Runs on the GPU machine; skipped elsewhere."""
+
+import re
 
 import pytest
 import torch
@@ -65,9 +68,12 @@ MMA_FORMATS = ["int8", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int4"]  # byte and 4
 
 def path(fn):
     """Which kernel fn() ran, by the profiler's kernel names: "mma" (linear_mx_mma_kernels.cu),
-    "gemv" (linear_mx_cuda_kernels.cu), "wgmma" (linear_mx_wgmma_kernels.cu) or "dequantize"
+    "gemv" (linear_mx_cuda_kernels.cu), "wgmma" (linear_mx_wgmma_kernels.cu), "pieces" (fp16 / fp32
+    x as bf16 pieces for cuBLAS, bf16_pieces_kernels.cu) or "dequantize"
     (skips the test under compute-sanitizer: cuda_kernel_names)."""
     names = cuda_kernel_names(fn)
+    if any("bf16PiecesKernel" in n for n in names):
+        return "pieces"
     if any("linearMxMmaKernel" in n for n in names):
         return "mma"
     if any("mxWgmma" in n for n in names):
@@ -89,9 +95,10 @@ def test_gemv_rows_blocks_and_dtypes(fmt, dtype):
     # fp8_e5m2's top-binade codes decode past fp16's range: its fp16 table is not exact
     tensor_cores = dtype != torch.float32 and fmt in MMA_FORMATS and (fmt, dtype) != ("fp8_e5m2", torch.float16)
     gemm = dtype == torch.bfloat16 and fmt in MMA_FORMATS
+    other = "dequantize" if dtype == torch.bfloat16 else "pieces"  # the bf16 weight for cuBLAS
     for m, want in [(1, "gemv"), (2, "mma" if tensor_cores else "gemv"), (8, "mma" if tensor_cores else "gemv"),
-                    (9, "mma" if tensor_cores else "dequantize"), (16, "mma" if tensor_cores else "dequantize"),
-                    (17, "wgmma" if gemm else "dequantize")]:
+                    (9, "mma" if tensor_cores else other), (16, "mma" if tensor_cores else other),
+                    (17, "wgmma" if gemm else other)]:
         x, c, s, b = make(300, 512, (m,), fmt, 64, dtype=dtype)
         assert path(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 64, b.cuda())) == want, m
 
@@ -114,7 +121,8 @@ def test_extreme_scales_and_nan_blocks(fmt, dtype, m):
     assert bool(y[:, 3].isnan().all()) and not bool(y[:, [0, 1, 2, 4]].isnan().any())
     assert bool((y[:, 4] == 0).all())
     wide = dtype != torch.float32 and fmt in MMA_FORMATS
-    want = ("mma" if wide else "gemv") if m == 3 else ("wgmma" if wide else "dequantize")
+    want = ("mma" if wide else "gemv") if m == 3 else ("wgmma" if wide else "pieces" if dtype == torch.float32 else
+                                                       "dequantize")
     assert path(lambda: P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 32, b.cuda())) == want
 
 
@@ -133,7 +141,8 @@ def test_gemv_unaligned_storage_takes_the_other_path(dtype):
     for xg, cg in [(xv, c.cuda()), (x.cuda(), cv)]:
         check(x, c, s, "fp8_e4m3", 32, b, on_gpu=(xg, cg))
     for xg, cg in [(xv, c.cuda()), (x.cuda(), cv)]:
-        assert path(lambda: P.linear_mx(xg, cg, s.cuda(), "fp8_e4m3", 32, b.cuda())) == "dequantize"
+        want = "pieces" if dtype == torch.float32 else "dequantize"  # the bf16 weight for cuBLAS
+        assert path(lambda: P.linear_mx(xg, cg, s.cuda(), "fp8_e4m3", 32, b.cuda())) == want
 
 
 def bf16_mx(n, k, m, fmt, block, seed, scale_lo=100, scale_hi=150):
@@ -216,8 +225,9 @@ def test_gemm_splits_of_k(monkeypatch, splits):
 def test_gemm_paths_by_rows_dtype_and_layout(monkeypatch):
     """Where the GEMM runs: bf16 x from 17 to 128 rows with byte or 4-bit codes (256 for weights of
     8192 rows or more); past that,
-    fp16 / fp32 x, 6-bit codes, blocks that are not whole k16 steps, code rows that are not whole
-    16-byte units, and unaligned x take a dequantize path (and agree with the reference)."""
+    fp16 / fp32 x (as bf16 pieces), 6-bit codes, blocks that are not whole k16 steps, code
+    rows that are not whole 16-byte units, and unaligned x take a dequantize path (and agree with
+    the reference)."""
     def run(m, fmt="fp4_e2m1", k=256, block=32, dtype=torch.bfloat16, xoff=0, n=72):
         x, c, s, b = make(n, k, (m,), fmt, block, seed=m, dtype=dtype)
         xg = x.cuda()
@@ -230,7 +240,7 @@ def test_gemm_paths_by_rows_dtype_and_layout(monkeypatch):
     assert run(17) == "wgmma" and run(128) == "wgmma" and run(40, "int8") == "wgmma"
     assert run(129) == "dequantize"
     assert run(256, n=8192, k=64) == "wgmma" and run(257, n=8192, k=64) == "dequantize"
-    assert run(40, dtype=torch.float16) == "dequantize" and run(40, dtype=torch.float32) == "dequantize"
+    assert run(40, dtype=torch.float16) == "pieces" and run(40, dtype=torch.float32) == "pieces"
     assert run(40, "fp6_e3m2") == "dequantize" and run(40, "int2") == "dequantize"
     assert run(40, block=8) == "dequantize"
     assert run(40, k=48) == "dequantize"  # 4-bit codes: 24 bytes a row
@@ -240,3 +250,82 @@ def test_gemm_paths_by_rows_dtype_and_layout(monkeypatch):
     monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_GEMM", "1")
     monkeypatch.setenv("PT2Q_CUDA_LINEAR_MX_GEMM_MAX_ROWS", "512")
     assert run(300) == "wgmma"
+
+
+def dequantized_types(fn):
+    """The FloatType (0 fp32, 1 bf16, 2 fp16) of every mx_dequantize kernel fn() ran."""
+    names = cuda_kernel_names(fn)
+    return {int(t) for n in names for t in re.findall(r"dequantize\w*<\(pt2q::cuda::FloatType\)(\d)", n)}
+
+
+@pytest.mark.parametrize("fmt", GEMV_FORMATS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_half_and_fp32_x_as_bf16_pieces(fmt, dtype):
+    """fp16 / fp32 x past the GEMVs: the weight dequantized to bf16 once, x split into 2 / 3 bf16
+    pieces whose sum is x, cuBLAS GEMMs with fp32 results (one GEMM of the stacked pieces up to 512
+    rows of them, one per piece past that), an fp32 bias, one rounding: the CPU's fp32 path within
+    summation order, for every format of at most 8 bits; x's values near the bottom of fp16's range
+    (subnormals; inf and NaN, which give NaN and inf where the CPU's do) and weights of extreme
+    scales. (Outputs past fp16's range are inf on both sides; the bound cannot compare those.)"""
+    for n, k, block, m in [(72, 256, 32, 17), (300, 512, 64, 40), (37, 96, 0, 129), (40, 128, 32, 300)]:
+        x, c, s, b = make(n, k, (m,), fmt, block, seed=m + n, dtype=dtype)
+        check(x, c, s, fmt, block, b)
+        check(x, c, s, fmt, block, None)
+        check(x, c, s, fmt, block, b.to(torch.float16))
+    x, c, s, b = make(64, 256, (3, 7), fmt, 32, seed=2, dtype=dtype)
+    x[0, 0, :8] = torch.tensor([2.0 ** -24, -(2.0 ** -20), 8.0, -1.0009765625, 0.0, -0.0, 3.0e-5, 0.333])
+    s[0, :] = 0  # 2^-127 per code: below bf16's normal range
+    s[1, :] = 120
+    s[2, 3] = 255  # NaN block: NaN column
+    check(x, c, s, fmt, 32, b)
+    x[1, 2, 5] = float("inf")
+    x[2, 4, 9] = float("nan")
+    got = P.linear_mx(x.cuda(), c.cuda(), s.cuda(), fmt, 32, None).cpu()
+    want = REF.linear_mx(x, c, s, fmt, 32, None)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+    xs = x.reshape(-1, 256)
+    assert path(lambda: P.linear_mx(xs.cuda(), c.cuda(), s.cuda(), fmt, 32, b.cuda())) == "pieces"
+    assert dequantized_types(lambda: P.linear_mx(xs.cuda(), c.cuda(), s.cuda(), fmt, 32, b.cuda())) == {1}
+
+
+def identity_mx():
+    """An MXINT8 weight [16, 32] that is 1 on the diagonal of its first 16 columns, 0 elsewhere."""
+    codes = torch.zeros(16, 32, dtype=torch.int8)
+    codes[torch.arange(16), torch.arange(16)] = 1
+    return codes, torch.full((16, 1), 133, dtype=torch.uint8)  # code 1 at 2^(133 - 127 - 6) = 1
+
+
+def test_half_pieces_are_exact():
+    """The fp16 pieces, on all 65536 bit patterns through the identity weight: every finite x
+    comes back exactly, so the two pieces are exact bf16 values summing to x; rows holding inf
+    or NaN give NaN as the CPU's fp32 path does (inf * 0)."""
+    x = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(torch.float16).reshape(-1, 16)
+    xs = torch.cat([x, torch.zeros(x.shape[0], 16, dtype=torch.float16)], dim=1)  # k = 32: one block
+    codes, scales = identity_mx()
+    got = P.linear_mx(xs.cuda(), codes.cuda(), scales.cuda(), "int8", 32, None).cpu()
+    want = REF.linear_mx(xs, codes, scales, "int8", 32, None)
+    finite = x.isfinite().all(1)  # the non-finite patterns fill whole rows of 16
+    assert int(finite.sum()) == 3968
+    assert torch.equal(got[finite], x[finite])  # values: -0.0 sums to +0.0 on both sides
+    assert torch.equal(want[finite], x[finite])
+    assert bool(got[~finite].isnan().all()) and bool(want[~finite].isnan().all())
+    assert path(lambda: P.linear_mx(xs.cuda(), codes.cuda(), scales.cuda(), "int8", 32, None)) == "pieces"
+
+
+@pytest.mark.parametrize("m", [9, 200])  # 27 rows of pieces stacked in one GEMM; 600: a GEMM per piece
+def test_fp32_pieces_are_exact(m):
+    """The fp32 pieces: random full 24-bit significands from 2^-100 to 2^100 (and 0, +-inf) through
+    the identity weight come back bit for bit, so the three pieces are exact bf16 values summing to
+    x; the fp32 output is not rounded again."""
+    g = torch.Generator().manual_seed(m)
+    mant = torch.randint(1 << 23, 1 << 24, (m, 16), generator=g).double()
+    exp = torch.randint(-100, 100, (m, 16), generator=g).double()
+    sign = torch.where(torch.rand(m, 16, generator=g) < 0.5, -1.0, 1.0).double()
+    x = (sign * mant * torch.exp2(exp - 23)).float()
+    x[0, :3] = torch.tensor([0.0, float("inf"), -float("inf")])
+    xs = torch.cat([x, torch.zeros(m, 16)], dim=1)
+    codes, scales = identity_mx()
+    got = P.linear_mx(xs.cuda(), codes.cuda(), scales.cuda(), "int8", 32, None).cpu()
+    assert torch.equal(got[1:].view(torch.int32), x[1:].view(torch.int32))
+    assert bool(got[0].isnan().all())  # inf * 0 in that row, as the CPU's fp32 matmul gives
+    assert path(lambda: P.linear_mx(xs.cuda(), codes.cuda(), scales.cuda(), "int8", 32, None)) == "pieces"
