@@ -104,8 +104,8 @@ struct Mma<FloatType::kF16> {
 // span) rather than per channel (applied once at the end). ZP: zero points present, so the kernel
 // also sums x over each span: sum (w - z) x = sum w x - z sum x. TPW: 16-row weight tiles per
 // warp (each span's x words serve all of them). UNR: spans whose weight loads a lane has in flight.
-// MINB: blocks per multiprocessor; three for one x tile (at most 85 registers; measured on the H100
-// at 1 and 8 rows: 0-9 % faster than two, 2 % slower on 4096 x 11008 int4), two for two tiles.
+// MINB: blocks per multiprocessor (three for one x tile measured 0-9 % faster than two at 1 and 8
+// rows on the H100, 2 % slower on 4096 x 11008 int4; see launchMma for the settings kept).
 // Per weight tile and x tile, the mmas and the scaling run in the same order for every TPW and UNR,
 // so these only change speed, never bits.
 // Bookkeeping per span is kept small (it was about 60 % of the instructions of an earlier version,
@@ -362,17 +362,21 @@ cudaError_t launchTiles(const WoqGemv& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// 9 to 16 rows of x (two x tiles) hold more registers, so two blocks per multiprocessor instead of
-// three; there the weight loads in flight were cut to 2 spans (8 warps a scheduler's worth of
-// latency at 16 rows needed the registers more: 1.01-1.19x on the benchmark shapes at 16 rows,
-// H100, same process), and int4 weights of many tiles let a warp own two tiles that share each
-// span's x words (1.15-1.36x on 11008 and 14336 x 4096; with fewer tiles the halved grid lost up
-// to 20 %), docs/perf_linear_cuda.md.
+// Measured on the H100, same process (docs/perf_linear_cuda.md). Up to 8 rows of x, int4 weights
+// in 16-byte spans: one span of weight loads in flight and four blocks per multiprocessor (at most
+// 64 registers) instead of four spans and three blocks: more warps over the same bytes in flight,
+// 0.99-1.21x at one row and 1.37x at 8 rows on the benchmark shapes (int8 found no setting faster
+// on every shape). 9 to 16 rows (two x tiles) hold more registers, so two blocks per
+// multiprocessor; there the weight loads in flight were cut to 2 spans (1.06-1.19x at 16 rows),
+// and int4 weights of many tiles let a warp own two tiles that share each span's x words
+// (1.15-1.36x on 11008 and 14336 x 4096; with fewer tiles the halved grid lost up to 20 %).
 constexpr int64_t kPairTilesPerSm = 4;  // tiles per multiprocessor from which warps take two (int4, 9+ rows)
 
 template <int BITS, FloatType T, int W, int NT, bool GROUPED>
 cudaError_t launchMma(const WoqGemv& a, cudaStream_t stream) {
-  if constexpr (NT == 1) {
+  if constexpr (NT == 1 && BITS == 4 && W == 16) {
+    return launchTiles<BITS, T, W, NT, 1, 1, 4, GROUPED>(a, stream);
+  } else if constexpr (NT == 1) {
     return launchTiles<BITS, T, W, NT, 1, kUnroll, 3, GROUPED>(a, stream);
   } else if constexpr (W == 16) {
     if (BITS == 4 && (a.n + 15) / 16 >= kPairTilesPerSm * static_cast<int64_t>(a.sm_count)) {

@@ -309,6 +309,28 @@ def test_tensor_core_two_tiles_per_warp(group, zp, dtype):
     assert any(re.search(r"woqMma<4, [^,]+, 16, 2, 2, 1, 2,", name) for name in names), names
 
 
+@pytest.mark.parametrize("bits,group,m,settings", [
+    (4, 128, 1, "16, 1, 1, 1, 4"),  # int4, 16-byte spans, up to 8 rows: 1 span in flight, 4 blocks
+    (4, 128, 8, "16, 1, 1, 1, 4"),
+    (4, None, 3, "16, 1, 1, 1, 4"),
+    (4, 32, 1, "4, 1, 1, 4, 3"),    # 4-byte spans keep 4 spans, 3 blocks
+    (8, None, 1, "16, 1, 1, 4, 3"),  # int8: 4 spans, 3 blocks
+    (8, 64, 16, "16, 2, 1, 2, 2"),  # two x tiles: 2 spans, 2 blocks
+    (4, 128, 16, "16, 2, 1, 2, 2"),  # few tiles: one per warp
+])
+def test_tensor_core_launch_settings(bits, group, m, settings):
+    # woqMma<BITS, T, W, NT, TPW, UNR, MINB, ...>: the settings kept from the H100 measurements
+    # (kernels/cuda/linear_woq_mma_kernels.cu, launchMma), after the result's check.
+    w, s, z = make(bits, 72, 512, group, zp=False, seed=m + bits)
+    x = torch.randn(m, 512).to(torch.bfloat16)
+    check(bits, x, w, s, z, None)
+    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+    packed = (P.pack_weight_int8 if bits == 8 else P.pack_weight_int4)(w.cuda())
+    names = cuda_kernel_names(lambda: op(x.cuda(), packed, s.cuda(), None, None))
+    want = rf"woqMma<{bits}, [^,]+, {settings},"  # x's type: an enum, spelled as the profiler demangles it
+    assert any(re.search(want, name) for name in names), (want, names)
+
+
 @pytest.mark.parametrize("bits,k", [(8, 80), (8, 16), (4, 96), (4, 32)])
 @pytest.mark.parametrize("zp", [False, True])
 def test_tensor_core_k_not_a_whole_number_of_spans(bits, k, zp):
