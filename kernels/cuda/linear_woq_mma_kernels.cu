@@ -345,14 +345,22 @@ __global__ void __launch_bounds__(kThreads, MINB) woqMma(WoqGemv a, int splits, 
   }
 }
 
-template <int BITS, FloatType T, int W, int NT, int TPW, int UNR, int MINB, bool GROUPED>
-cudaError_t launchTiles(const WoqGemv& a, cudaStream_t stream) {
+// The grid of a launch with TPW tiles per warp.
+template <int BITS, int W, int TPW>
+dim3 gridOf(const WoqGemv& a, int& splits) {
   const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), spans = (chunks + W / 4 - 1) / (W / 4);
   // Tried on the H100: 8 spans in flight per lane instead of 4 (5-25 % slower at one row, the
   // same at 16), and splitting K only until ~16 warps per multiprocessor (mixed: from 9 % faster
   // to 21 % slower by shape).
-  const int splits = mma::splitsFor(spans);
-  const dim3 grid = mma::gridFor(((a.n + 15) / 16 + TPW - 1) / TPW * 16, a.m, splits);
+  splits = mma::splitsFor(spans);
+  return mma::gridFor(((a.n + 15) / 16 + TPW - 1) / TPW * 16, a.m, splits);
+}
+
+template <int BITS, FloatType T, int W, int NT, int TPW, int UNR, int MINB, bool GROUPED>
+cudaError_t launchTiles(const WoqGemv& a, cudaStream_t stream) {
+  const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), spans = (chunks + W / 4 - 1) / (W / 4);
+  int splits = 0;
+  const dim3 grid = gridOf<BITS, W, TPW>(a, splits);
   const int ci = static_cast<int>(chunks), si = static_cast<int>(spans);
   if (a.zero_points != nullptr) {
     woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
@@ -377,6 +385,17 @@ cudaError_t launchMma(const WoqGemv& a, cudaStream_t stream) {
   if constexpr (NT == 1 && BITS == 4 && W == 16) {
     return launchTiles<BITS, T, W, NT, 1, 1, 4, GROUPED>(a, stream);
   } else if constexpr (NT == 1) {
+    if constexpr (BITS == 8 && W == 16) {
+      // int8: four blocks per multiprocessor (2 spans in flight) where that takes a partial wave
+      // of blocks off the grid (14336 x 4096 at one row: 896 blocks, 2.3 waves of three or 1.7 of
+      // four), else three.
+      int splits = 0;
+      const dim3 g = gridOf<BITS, W, 1>(a, splits);
+      const int64_t blocks = static_cast<int64_t>(g.x) * g.y, sms = a.sm_count;
+      if ((blocks + 4 * sms - 1) / (4 * sms) < (blocks + 3 * sms - 1) / (3 * sms)) {
+        return launchTiles<BITS, T, W, NT, 1, 2, 4, GROUPED>(a, stream);
+      }
+    }
     return launchTiles<BITS, T, W, NT, 1, kUnroll, 3, GROUPED>(a, stream);
   } else if constexpr (W == 16) {
     if (BITS == 4 && (a.n + 15) / 16 >= kPairTilesPerSm * static_cast<int64_t>(a.sm_count)) {

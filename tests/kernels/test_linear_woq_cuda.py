@@ -331,6 +331,19 @@ def test_tensor_core_launch_settings(bits, group, m, settings):
     assert any(re.search(want, name) for name in names), (want, names)
 
 
+def test_tensor_core_int8_four_blocks_where_they_save_a_wave():
+    # int8, one x tile: 3.5 tiles per multiprocessor (one block each, K split over its 8 warps) are
+    # 2 waves of blocks at three per multiprocessor and 1 at four: four blocks, 2 spans in flight.
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    n, k = 16 * ((7 * sms + 1) // 2), 2048
+    w, s, z = make(8, n, k, None, zp=False, seed=sms)
+    x = torch.randn(3, k).to(torch.bfloat16)
+    check(8, x, w, s, z, None)
+    packed = P.pack_weight_int8(w.cuda())
+    names = cuda_kernel_names(lambda: P.linear_w8a16(x.cuda(), packed, s.cuda(), None, None))
+    assert any(re.search(r"woqMma<8, [^,]+, 16, 1, 1, 2, 4,", name) for name in names), names
+
+
 @pytest.mark.parametrize("bits,k", [(8, 80), (8, 16), (4, 96), (4, 32)])
 @pytest.mark.parametrize("zp", [False, True])
 def test_tensor_core_k_not_a_whole_number_of_spans(bits, k, zp):
