@@ -373,8 +373,9 @@ cudaError_t launchTiles(const WoqGemv& a, cudaStream_t stream) {
 // Measured on the H100, same process (docs/perf_linear_cuda.md). Up to 8 rows of x, int4 weights
 // in 16-byte spans: one span of weight loads in flight and four blocks per multiprocessor (at most
 // 64 registers) instead of four spans and three blocks: more warps over the same bytes in flight,
-// 0.99-1.21x at one row and 1.37x at 8 rows on the benchmark shapes (int8 found no setting faster
-// on every shape). 9 to 16 rows (two x tiles) hold more registers, so two blocks per
+// 0.99-1.21x at one row and 1.37x at 8 rows on the benchmark shapes. int8 found no setting faster
+// on every shape; four blocks (2 spans) won where they take a partial wave of blocks off the grid
+// (below), lost up to 12 % elsewhere. 9 to 16 rows (two x tiles) hold more registers, so two blocks per
 // multiprocessor; there the weight loads in flight were cut to 2 spans (1.06-1.19x at 16 rows),
 // and int4 weights of many tiles let a warp own two tiles that share each span's x words
 // (1.15-1.36x on 11008 and 14336 x 4096; with fewer tiles the halved grid lost up to 20 %).
