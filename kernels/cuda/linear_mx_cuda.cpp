@@ -58,8 +58,8 @@ bool halfTable(const std::array<float, 256>& t, int bits, at::ScalarType xt, cud
   return true;
 }
 
-// aten::mm.dtype: bf16 operands, an fp32 result (cuBLAS sums in fp32 either way). Null where this
-// torch lacks the overload; linear_mx then keeps its fp32 path.
+// aten::mm.dtype: bf16 operands, an fp32 result, so fp32 sums throughout (a split K included). Null
+// where this torch lacks the overload; linear_mx then keeps its fp32 path.
 using MmToFloat = c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, at::ScalarType)>;
 const MmToFloat* mmToFloat() {
   static const std::optional<MmToFloat> op = []() -> std::optional<MmToFloat> {
