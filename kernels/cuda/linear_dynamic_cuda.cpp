@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "kernels/cuda/dyn_wgmma_workspace.h"
 #include "kernels/cuda/glue.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/linear_dynamic.h"
@@ -79,13 +80,8 @@ at::Tensor linearDynamicCuda(const at::Tensor& input, const at::Tensor& packed, 
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   // The Hopper GEMM's workspace, where it takes the call: the weight's row sums, and the weight
   // unpacked to rows for the copy engine.
-  at::Tensor row_sums, weight_rows;
-  if (cuda::linearDynamicWgmmaTakes(a)) {
-    row_sums = at::empty({g.n}, input.options().dtype(at::kInt));
-    weight_rows = at::empty({g.n, g.k}, input.options().dtype(at::kChar));
-    a.row_sums = row_sums.data_ptr<int32_t>();
-    a.weight_rows = weight_rows.data_ptr<int8_t>();
-  }
+  cuda::DynWgmmaWorkspace workspace;
+  if (cuda::linearDynamicWgmmaTakes(a)) workspace = cuda::allocDynWgmmaWorkspace(a, input.options());
   cuda::checkLaunch(cuda::linearDynamicGemv(a, stream), op);
   return y.reshape(linearOutputShape(input.sizes(), g.n));
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/conv2d_q8_grouped_kernels.h"
+#include "kernels/cuda/dyn_wgmma_workspace.h"
 #include "kernels/cuda/glue.h"
 #include "kernels/cuda/im2col_cuda_kernels.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
@@ -58,12 +59,9 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
   // PT2Q_CUDA_Q8_WGMMA=0 keeps the mma.sync GEMM (the tests' bit-for-bit comparison).
   a.m = std::min(cuda::kDynGemvMaxRows, m);
   a.x.codes = const_cast<int8_t*>(rows);
-  at::Tensor row_sums, weight_rows;
+  cuda::DynWgmmaWorkspace workspace;
   if (cuda::envOr("PT2Q_CUDA_Q8_WGMMA", 1) != 0 && cuda::linearDynamicWgmmaTakes(a)) {
-    row_sums = at::empty({a.n}, weight_scales.options().dtype(at::kInt));
-    weight_rows = at::empty({a.n, ld}, weight_scales.options().dtype(at::kChar));
-    a.row_sums = row_sums.data_ptr<int32_t>();
-    a.weight_rows = weight_rows.data_ptr<int8_t>();
+    workspace = cuda::allocDynWgmmaWorkspace(a, weight_scales.options());
   }
   // The grid takes kDynGemvMaxRows rows of x per launch.
   for (int64_t r0 = 0; r0 < m; r0 += cuda::kDynGemvMaxRows) {
