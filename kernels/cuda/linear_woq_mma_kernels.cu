@@ -345,27 +345,30 @@ __global__ void __launch_bounds__(kThreads, MINB) woqMma(WoqGemv a, int splits, 
   }
 }
 
-// The grid of a launch with TPW tiles per warp.
+// A launch's geometry with TPW tiles per warp: chunks and spans of K (each fits an int: larger k
+// goes to the reference path), the split of K over a block's warps, and the grid.
+struct Geometry {
+  int chunks, spans, splits;
+  dim3 grid;
+};
 template <int BITS, int W, int TPW>
-dim3 gridOf(const WoqGemv& a, int& splits) {
+Geometry geometryOf(const WoqGemv& a) {
   const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), spans = (chunks + W / 4 - 1) / (W / 4);
   // Tried on the H100: 8 spans in flight per lane instead of 4 (5-25 % slower at one row, the
   // same at 16), and splitting K only until ~16 warps per multiprocessor (mixed: from 9 % faster
   // to 21 % slower by shape).
-  splits = mma::splitsFor(spans);
-  return mma::gridFor(((a.n + 15) / 16 + TPW - 1) / TPW * 16, a.m, splits);
+  const int splits = mma::splitsFor(spans);
+  return {static_cast<int>(chunks), static_cast<int>(spans), splits,
+          mma::gridFor(((a.n + 15) / 16 + TPW - 1) / TPW * 16, a.m, splits)};
 }
 
 template <int BITS, FloatType T, int W, int NT, int TPW, int UNR, int MINB, bool GROUPED>
 cudaError_t launchTiles(const WoqGemv& a, cudaStream_t stream) {
-  const int64_t chunks = a.k / (BITS == 8 ? 16 : 32), spans = (chunks + W / 4 - 1) / (W / 4);
-  int splits = 0;
-  const dim3 grid = gridOf<BITS, W, TPW>(a, splits);
-  const int ci = static_cast<int>(chunks), si = static_cast<int>(spans);
+  const Geometry g = geometryOf<BITS, W, TPW>(a);
   if (a.zero_points != nullptr) {
-    woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, true><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
+    woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, true><<<g.grid, kThreads, 0, stream>>>(a, g.splits, g.chunks, g.spans);
   } else {
-    woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, false><<<grid, kThreads, 0, stream>>>(a, splits, ci, si);
+    woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, false><<<g.grid, kThreads, 0, stream>>>(a, g.splits, g.chunks, g.spans);
   }
   return cudaGetLastError();
 }
@@ -390,8 +393,7 @@ cudaError_t launchMma(const WoqGemv& a, cudaStream_t stream) {
       // int8: four blocks per multiprocessor (2 spans in flight) where that takes a partial wave
       // of blocks off the grid (14336 x 4096 at one row: 896 blocks, 2.3 waves of three or 1.7 of
       // four), else three.
-      int splits = 0;
-      const dim3 g = gridOf<BITS, W, 1>(a, splits);
+      const dim3 g = geometryOf<BITS, W, 1>(a).grid;
       const int64_t blocks = static_cast<int64_t>(g.x) * g.y, sms = a.sm_count;
       if ((blocks + 4 * sms - 1) / (4 * sms) < (blocks + 3 * sms - 1) / (3 * sms)) {
         return launchTiles<BITS, T, W, NT, 1, 2, 4, GROUPED>(a, stream);
