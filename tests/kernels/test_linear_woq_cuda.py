@@ -289,6 +289,17 @@ def test_tensor_core_spans(bits, group, dtype, zp):
         check(bits, (torch.randn(m, group * 12) * 4).to(dtype), w, s, z, torch.randn(53))
 
 
+def assert_launch(bits, x, w, s, z, settings):
+    """The tensor-core GEMV ran as woqMma<bits, T, settings, ...> (W, NT, TPW, UNR, MINB), by the
+    profiler's kernel names; T is an enum, spelled as the profiler demangles it."""
+    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
+    packed = (P.pack_weight_int8 if bits == 8 else P.pack_weight_int4)(w.cuda())
+    zc = None if z is None else z.cuda()
+    names = cuda_kernel_names(lambda: op(x.cuda(), packed, s.cuda(), zc, None))
+    want = rf"woqMma<{bits}, [^,]+, {settings},"
+    assert any(re.search(want, name) for name in names), (want, names)
+
+
 @pytest.mark.parametrize("group,zp", [(None, False), (None, True), (128, False), (256, True)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_tensor_core_two_tiles_per_warp(group, zp, dtype):
@@ -301,12 +312,7 @@ def test_tensor_core_two_tiles_per_warp(group, zp, dtype):
     bias = torch.randn(n)
     for m in (9, 16, 33):
         check(4, torch.randn(m, k).to(dtype), w, s, z, bias)
-    packed = P.pack_weight_int4(w.cuda())
-    x = torch.randn(16, k).to(dtype).cuda()
-    zc = None if z is None else z.cuda()
-    names = cuda_kernel_names(lambda: P.linear_w4a16(x, packed, s.cuda(), zc, None))
-    # woqMma<BITS, T, W, NT, TPW, UNR, MINB, GROUPED, ZP>: two x tiles, two weight tiles per warp
-    assert any(re.search(r"woqMma<4, [^,]+, 16, 2, 2, 1, 2,", name) for name in names), names
+    assert_launch(4, torch.randn(16, k).to(dtype), w, s, z, "16, 2, 2, 1, 2")  # two x tiles, two weight tiles a warp
 
 
 @pytest.mark.parametrize("bits,group,m,settings", [
@@ -324,11 +330,7 @@ def test_tensor_core_launch_settings(bits, group, m, settings):
     w, s, z = make(bits, 72, 512, group, zp=False, seed=m + bits)
     x = torch.randn(m, 512).to(torch.bfloat16)
     check(bits, x, w, s, z, None)
-    op = P.linear_w8a16 if bits == 8 else P.linear_w4a16
-    packed = (P.pack_weight_int8 if bits == 8 else P.pack_weight_int4)(w.cuda())
-    names = cuda_kernel_names(lambda: op(x.cuda(), packed, s.cuda(), None, None))
-    want = rf"woqMma<{bits}, [^,]+, {settings},"  # x's type: an enum, spelled as the profiler demangles it
-    assert any(re.search(want, name) for name in names), (want, names)
+    assert_launch(bits, x, w, s, z, settings)
 
 
 def test_tensor_core_int8_four_blocks_where_they_save_a_wave():
@@ -339,9 +341,7 @@ def test_tensor_core_int8_four_blocks_where_they_save_a_wave():
     w, s, z = make(8, n, k, None, zp=False, seed=sms)
     x = torch.randn(3, k).to(torch.bfloat16)
     check(8, x, w, s, z, None)
-    packed = P.pack_weight_int8(w.cuda())
-    names = cuda_kernel_names(lambda: P.linear_w8a16(x.cuda(), packed, s.cuda(), None, None))
-    assert any(re.search(r"woqMma<8, [^,]+, 16, 1, 1, 2, 4,", name) for name in names), names
+    assert_launch(8, x, w, s, z, "16, 1, 1, 2, 4")
 
 
 @pytest.mark.parametrize("bits,k", [(8, 80), (8, 16), (4, 96), (4, 32)])
