@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
@@ -12,6 +11,7 @@
 
 #include "kernels/affine_params.h"
 #include "kernels/cuda/affine_cuda_kernels.h"
+#include "kernels/cuda/env.h"
 
 namespace pt2q::cuda {
 
@@ -26,13 +26,6 @@ inline FloatType floatTypeOf(c10::ScalarType t) {
 
 inline Domain domainOf(ZeroPointDomain d) {
   return d == ZeroPointDomain::kFloat ? Domain::kFloat : d == ZeroPointDomain::kNone ? Domain::kNone : Domain::kInt;
-}
-
-/// A number from the environment, `fallback` when unset or empty: the benchmarks' switches (read
-/// per call, so that one process can time both sides).
-inline int64_t envOr(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
 }
 
 /// Raises, naming `op`, when a kernel could not be queued.

@@ -14,10 +14,10 @@
 // Numerics are the GEMV's: exact int32 sums per span of a group (per channel: over all of K),
 // scaled in fp32 per span in K order; linear_q8 requantizes the exact int32 sum.
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/cuda/dyn_mma.cuh"
+#include "kernels/cuda/env.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/cuda/mma_tiles.cuh"
 #include "kernels/cuda/smem_limit.h"
@@ -368,13 +368,7 @@ cudaError_t bySpan(const DynGemv& a, cudaStream_t stream) {
 
 }  // namespace
 
-int64_t dynGemmMinRows() {
-  static const int64_t rows = [] {
-    const char* env = std::getenv("PT2Q_CUDA_GEMM_MIN_ROWS");
-    return env != nullptr ? std::atoll(env) : kDynGemmMinRows;
-  }();
-  return rows;
-}
+int64_t dynGemmMinRows() { return envOr("PT2Q_CUDA_GEMM_MIN_ROWS", kDynGemmMinRows); }
 
 cudaError_t linearDynamicGemm(const DynGemv& a, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return cudaSuccess;

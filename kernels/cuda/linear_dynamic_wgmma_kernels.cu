@@ -20,9 +20,9 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "kernels/cuda/dyn_mma.cuh"
+#include "kernels/cuda/env.h"
 #include "kernels/cuda/linear_dynamic_cuda_kernels.h"
 #include "kernels/cuda/mma_tiles.cuh"
 #include "kernels/cuda/smem_limit.h"
@@ -223,10 +223,7 @@ bool linearDynamicWgmmaTakes(const DynGemv& a) {
   // W8A8 14336 x 4096 107.1 us against the mma.sync GEMM's 87.7, 11008 x 4096 93.5 against 87.8;
   // linear_q8 0.90x on 11008 x 4096), not at 512 (1.13-1.38x on those shapes).
   // PT2Q_CUDA_WGMMA_MIN_ROWS overrides both (the probe).
-  const char* env = std::getenv("PT2Q_CUDA_WGMMA_MIN_ROWS");
-  const int64_t min_rows = env != nullptr && *env != '\0' ? std::atoll(env)
-                           : a.n > 4096                     ? kDynWgmmaWideMinRows
-                                                            : kDynWgmmaMinRows;
+  const int64_t min_rows = envOr("PT2Q_CUDA_WGMMA_MIN_ROWS", a.n > 4096 ? kDynWgmmaWideMinRows : kDynWgmmaMinRows);
   if (a.m < min_rows) return false;
   if (a.bits != 8 || a.groups != 1 || a.zero_points != nullptr) return false;
   // The copy engine wants 16-byte aligned bases and strides, and takes int32 coordinates.
