@@ -55,19 +55,22 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
   a.q8 = requantArgs(input_scale, input_zero_point, q);
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  // Many rows on Hopper: the wgmma GEMM, with its workspaces (the weight's row sums and rows).
-  // PT2Q_CUDA_Q8_WGMMA=0 keeps the mma.sync GEMM (the tests' bit-for-bit comparison).
-  a.m = std::min(cuda::kDynGemvMaxRows, m);
-  a.x.codes = const_cast<int8_t*>(rows);
+  // The grid takes kDynGemvMaxRows rows of x per launch: slice r0 of them.
+  auto slice = [&](int64_t r0) {
+    a.m = std::min(cuda::kDynGemvMaxRows, m - r0);
+    a.x.codes = const_cast<int8_t*>(rows + r0 * ld);
+    a.y = out + r0 * a.n;
+  };
+  // Many rows on Hopper: the wgmma GEMM, with its workspaces (the weight's row sums and rows),
+  // allocated once where the first (largest) slice takes it. PT2Q_CUDA_Q8_WGMMA=0 keeps the
+  // mma.sync GEMM (the tests' bit-for-bit comparison).
+  slice(0);
   cuda::DynWgmmaWorkspace workspace;
   if (cuda::envOr("PT2Q_CUDA_Q8_WGMMA", 1) != 0 && cuda::linearDynamicWgmmaTakes(a)) {
     workspace = cuda::allocDynWgmmaWorkspace(a, weight_scales.options());
   }
-  // The grid takes kDynGemvMaxRows rows of x per launch.
   for (int64_t r0 = 0; r0 < m; r0 += cuda::kDynGemvMaxRows) {
-    a.m = std::min(cuda::kDynGemvMaxRows, m - r0);
-    a.x.codes = const_cast<int8_t*>(rows + r0 * ld);
-    a.y = out + r0 * a.n;
+    slice(r0);
     cuda::checkLaunch(cuda::linearDynamicGemv(a, stream), op);
   }
 }
