@@ -105,12 +105,15 @@ struct LinearKernels {
 ///   out[m * 4 + r] = sum_g scales[r * s_stride + g] *
 ///                    (sum_{k in g} (128 + u) * x[m][k] - (136 + zp[r][g]) * xsum[m * s_stride + g])
 /// with bf16 products summed in fp32 by `vdpbf16ps`; `offsets` holds (136 + zp) / 4 in the
-/// scales' layout, or is nullptr for zp = 0.
+/// scales' layout, or is nullptr for zp = 0. `block16` is block4 for one x row and the 4
+/// consecutive blocks from `w` (16 rows, out[r] for r < 16, scales and offsets of 16 rows).
 struct LinearW4Bf16Kernels {
   void (*prepare_x)(const uint16_t* x, int64_t rows, int64_t kp, int64_t group_chunks, uint16_t* xperm, float* xsum);
   void (*block4)(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
                  int64_t group_chunks, const float* scales, const float* offsets, int64_t s_stride, const float* xsum,
                  float* out);
+  void (*block16)(const int8_t* w, const uint16_t* x, int64_t chunks, int64_t group_chunks, const float* scales,
+                  const float* offsets, int64_t s_stride, const float* xsum, float* out);
 };
 /// Those kernels when this CPU has AVX512_BF16 and PT2Q_CPU_ISA allows it (the default cap does,
 /// avx512 does not), else nullptr.
@@ -122,9 +125,12 @@ const LinearW4Bf16Kernels* linearW4Bf16Kernel();
 /// 4 rows ("n4k32") against 1 or 2 such rows with the signed codes v = u - 8:
 ///   out[m * 4 + r] = sum_g scales[r * s_stride + g] * sum_{k in g} v[r][k] * x[m][k]
 /// (fp32 products and sums; the caller subtracts s * zp * sum(x) when there are zero points).
+/// `block16` is block4 for one x row and the 4 consecutive blocks from `w` (out[r], r < 16).
 struct LinearW4F32Kernels {
   void (*prepare_x)(const float* x, int64_t rows, int64_t kp, float* xperm);
   LinearW4Block4Fn block4;
+  void (*block16)(const int8_t* w, const float* x, int64_t chunks, int64_t group_chunks, const float* scales,
+                  int64_t s_stride, float* out);
 };
 /// Those kernels when the ISA in use is AVX-512, else nullptr.
 const LinearW4F32Kernels* linearW4F32Kernel();

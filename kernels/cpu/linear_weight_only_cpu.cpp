@@ -1,7 +1,8 @@
 // CPU pack_weight_int8/int4 and linear_w8a16/w4a16. Few input rows (decode): every weight block
 // streams once through the ISA's block microkernel, two input rows at a time, in parallel over
-// blocks of 4 output rows. Many rows (prefill): tiles of the weight are dequantized to fp32 once
-// and multiplied by ATen's GEMM, which is compute-bound there and better blocked than a GEMV.
+// blocks of 4 output rows (int4 with one long row of x: 4 blocks at a time, runQuads). Many rows
+// (prefill): tiles of the weight are dequantized to fp32 once and multiplied by ATen's GEMM,
+// which is compute-bound there and better blocked than a GEMV.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -19,6 +20,14 @@ namespace {
 constexpr int64_t kGemmRows = 64;
 constexpr int64_t kGemmTile = 64;  // weight rows dequantized per tile (multiple of 4)
 constexpr int64_t kBf16Tile = 512;  // the same for the bf16 path, whose GEMMs use every thread
+// One x row longer than these (bytes, in the kernel's dtype) runs 4 blocks at a time (runQuads):
+// the single-block kernel rereads x for every block, and x plus its 16 KiB prefetch window
+// outgrow a 32 KiB L1. Shorter rows stay single: there 4 weight streams per thread cost more than
+// the shared x loads save. Same-process A/B on the 2-core Zen 4 VM, W4A16 M = 1, N = 4096, new /
+// old time: bf16 x of 8-9 KiB 0.80-0.92x, 10-11 KiB 0.94-1.00x, 12-28 KiB 1.10-1.52x; fp32 x of
+// 8-12 KiB 0.88-0.95x, 16 KiB 0.97-1.09x, 24-44 KiB 1.13-1.23x (docs/perf_linear_cpu.md).
+constexpr int64_t kQuadMinXBytesBf16 = 11 << 10;
+constexpr int64_t kQuadMinXBytesF32 = 16 << 10;
 
 template <int Bits>
 at::Tensor packWeightCpu(const at::Tensor& weight) {
@@ -73,6 +82,26 @@ void runBlocks(const Block& block, int64_t m, int64_t n, float* out) {
           for (int64_t r = 0; r < rows; ++r) out[(m0 + i) * n + b * kPackRows + r] = tmp[i * kPackRows + r];
         }
       }
+    }
+  });
+}
+
+// One row of x (decode): quad(b, tmp) runs the 4 blocks from b (16 weight rows) in one pass,
+// sharing x's loads; the blocks of a last partial quad go through block(b, 0, 1, tmp) one by one.
+template <typename Block, typename Quad>
+void runQuads(const Block& block, const Quad& quad, int64_t n, float* out) {
+  constexpr int64_t kQuad = 4;
+  const int64_t blocks = roundUp(n, kPackRows) / kPackRows, full = blocks / kQuad;
+  at::parallel_for(0, (blocks + kQuad - 1) / kQuad, 2, [&](int64_t q0, int64_t q1) {
+    float tmp[kQuad * kPackRows];
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t b0 = q * kQuad;
+      if (q < full) {
+        quad(b0, tmp);
+      } else {
+        for (int64_t b = b0; b < blocks; ++b) block(b, 0, 1, tmp + (b - b0) * kPackRows);
+      }
+      std::copy(tmp, tmp + std::min(kQuad * kPackRows, n - b0 * kPackRows), out + b0 * kPackRows);
     }
   });
 }
@@ -160,13 +189,21 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
     const float* offp = offsets.defined() ? offsets.const_data_ptr<float>() : nullptr;
     const float* xsp = xsum.const_data_ptr<float>();
     const int64_t block_bytes = kPackRows * kp / 2, gs = g.groups;
-    runBlocks(
-        [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
-          const int64_t at = b * kPackRows * gs;
-          kern->block4(w8p + b * block_bytes, xp + m0 * kp, kp, mx, chunks, group_chunks, sp + at,
-                       offp == nullptr ? nullptr : offp + at, gs, xsp + m0 * gs, tmp);
-        },
-        m, n, out.data_ptr<float>());
+    const auto block = [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
+      const int64_t at = b * kPackRows * gs;
+      kern->block4(w8p + b * block_bytes, xp + m0 * kp, kp, mx, chunks, group_chunks, sp + at,
+                   offp == nullptr ? nullptr : offp + at, gs, xsp + m0 * gs, tmp);
+    };
+    if (m == 1 && kp * 2 > kQuadMinXBytesBf16) {
+      const auto quad = [&](int64_t b, float* tmp) {
+        const int64_t at = b * kPackRows * gs;
+        kern->block16(w8p + b * block_bytes, xp, chunks, group_chunks, sp + at, offp == nullptr ? nullptr : offp + at,
+                      gs, xsp, tmp);
+      };
+      runQuads(block, quad, n, out.data_ptr<float>());
+    } else {
+      runBlocks(block, m, n, out.data_ptr<float>());
+    }
   } else {
     const at::Tensor xp = xpad.to(at::kFloat);
     const auto& table = cpu::linearKernels();
@@ -182,11 +219,17 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
     const float* xf = (w4f32 != nullptr ? xperm : xp).const_data_ptr<float>();
     const float* sp = s.const_data_ptr<float>();
     const int64_t block_bytes = kPackRows * kp * Bits / 8, gs = g.groups;
-    runBlocks(
-        [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
-          fn(w8p + b * block_bytes, xf + m0 * kp, kp, mx, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
-        },
-        m, n, out.data_ptr<float>());
+    const auto block = [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
+      fn(w8p + b * block_bytes, xf + m0 * kp, kp, mx, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
+    };
+    if (m == 1 && w4f32 != nullptr && kp * 4 > kQuadMinXBytesF32) {
+      const auto quad = [&](int64_t b, float* tmp) {
+        w4f32->block16(w8p + b * block_bytes, xf, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
+      };
+      runQuads(block, quad, n, out.data_ptr<float>());
+    } else {
+      runBlocks(block, m, n, out.data_ptr<float>());
+    }
     // sum_k (v - zp) s x = sum_k u s x - sum_g s (zp + offset) (sum_{k in g} x), where the kernels
     // multiplied the stored u = v + offset (offset 8 for int4 nibbles read as stored, 0 for int8
     // and for the table-decoded nibbles).

@@ -110,12 +110,42 @@ def test_half_inputs(dtype, m_shape, bits):
     check(*make(40, 128, 4, True, True, dtype, m_shape, bits=bits), bits=bits)
 
 
+@pytest.mark.parametrize("bits", BITS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n,k,groups", [(37, 8200, 0), (20, 5760, 180)])
+def test_long_single_row(n, k, groups, dtype, bits):
+    """One long x row (the int4 kernels run 4 weight blocks at a time there): random scales and zero points per row and group, so that a block reading
+    another block's qparams shows."""
+    for zp in (False, True):
+        check(*make(n, k, groups, zp, True, dtype, (1,), seed=k + groups, bits=bits), bits=bits)
+        # Integer x and weights, power-of-two scales: every kernel's sums are exact in fp32 here,
+        # so the output is the exact result rounded once, and a block that read another's
+        # scales or zero points (invisible under the rounding bound) differs.
+        w, scales, zps, b, x = make(n, k, groups, zp, True, dtype, (1,), seed=k + groups + 1, bits=bits)
+        g = torch.Generator().manual_seed(k)
+        scales = 2.0 ** -torch.randint(2, 5, scales.shape, generator=g).float()
+        x = torch.randint(-2, 3, x.shape, generator=g).to(dtype)
+        b = torch.randint(-4, 5, b.shape, generator=g).float()
+        pack, linear, _, _ = ops(bits)
+        got = linear(x, pack(w), scales, zps, b)
+        ng = scales.reshape(n, -1).shape[1]
+        z = 0 if zps is None else zps.reshape(n, ng).double().repeat_interleave(k // ng, dim=1)
+        want = x.double() @ ((w.double() - z) * scales.reshape(n, ng).double().repeat_interleave(k // ng, dim=1)).t()
+        assert torch.equal(got, (want + b.double()).to(dtype))
+
+
+# One x row of more than 11 KiB of bf16 (K > 5632) or 16 KiB of fp32 (K > 4096) runs 4 weight
+# blocks at a time: these shapes have whole groups of 4 blocks and a partial last group of 1-2.
+QUAD_SHAPES = [(37, 8200, 0), (20, 5760, 180)]
+
+
 @pytest.mark.parametrize("m", [1, 2, 3])
-@pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (12, 4096, 0), (9, 256, 2)])
+@pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (12, 4096, 0), (9, 256, 2)] + QUAD_SHAPES)
 def test_w4_bf16_rows_under_cancellation(n, k, groups, m):
     """bf16 x of few rows (the AVX512_BF16 kernel where present): the decode's 128 + u and its
     136 * sum(x) correction cancel most when x has one sign and large magnitude; ragged K, a
-    partial last block of rows, per-channel and per-group scales, extreme zero points."""
+    partial last block of rows, per-channel and per-group scales, extreme zero points; a long
+    single row takes the 4-block kernel."""
     for zp in (False, True):
         w, scales, zps, b, x = make(n, k, groups, zp, False, torch.bfloat16, (m,), seed=n + m, bits=4)
         if zps is not None:
@@ -127,11 +157,12 @@ def test_w4_bf16_rows_under_cancellation(n, k, groups, m):
 
 @pytest.mark.skipif(not _C.info.linear_cpu_kernels().startswith("avx512"), reason="AVX-512 only")
 @pytest.mark.parametrize("m", [1, 2, 3])
-@pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (13, 96, 3)])
+@pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (13, 96, 3), (37, 4200, 0)] + QUAD_SHAPES)
 def test_w4_f32_table_kernel_multiplies_signed_codes(n, k, groups, m):
     """fp32 x of few rows on AVX-512 decodes nibbles by table to v itself, so the error is bounded
     by the terms |v| |x| s alone (no decode offset), against the exact fp64 result; x of one sign
-    and large magnitude, ragged K, a partial last block of rows, every code from -8 to 7."""
+    and large magnitude, ragged K, a partial last block of rows, every code from -8 to 7; a long
+    single row takes the 4-block kernel."""
     for zp in (False, True):
         w, scales, zps, b, x = make(n, k, groups, zp, True, torch.float32, (m,), seed=n + m, bits=4)
         w.view(-1)[:16] = torch.arange(-8, 8, dtype=torch.int8)

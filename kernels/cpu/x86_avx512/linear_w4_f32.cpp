@@ -66,6 +66,50 @@ void block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, i
   row_lanes::storeRowSums<MX>(tot, out);
 }
 
+// Four consecutive blocks (16 rows) against one x row, for a single long row (the op's runQuads):
+// the 8 x broadcasts a chunk and the pass over x are shared by 4 blocks, as in
+// linear_w4_bf16.cpp's block16. Two accumulators a block give 8 FMA chains.
+void block16(const int8_t* w, const float* x, int64_t chunks, int64_t group_chunks, const float* scales,
+             int64_t s_stride, float* out) {
+  constexpr int kBlocks = 4;
+  const __m512 lut = _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
+  const int64_t block_bytes = chunks * kChunkBytes;
+  __m512 tot[kBlocks];
+  for (auto& t : tot) t = _mm512_setzero_ps();
+  for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
+    __m512 acc[kBlocks][2];
+    for (auto& a : acc) a[0] = a[1] = _mm512_setzero_ps();
+    const int64_t c1 = c0 + group_chunks < chunks ? c0 + group_chunks : chunks;
+    for (int64_t c = c0; c < c1; ++c) {
+      __m512i b[kBlocks];
+#pragma GCC unroll 4
+      for (int j = 0; j < kBlocks; ++j) {
+        const int8_t* wc = w + j * block_bytes + c * kChunkBytes;
+        _mm_prefetch(reinterpret_cast<const char*>(wc + kPrefetchChunks / kBlocks * kChunkBytes), _MM_HINT_T0);
+        b[j] = _mm512_loadu_si512(wc);
+      }
+      // Unrolled so that the shift counts are immediates and the accumulators stay in registers.
+#pragma GCC unroll 8
+      for (int p = 0; p < 8; ++p) {
+        const __m512 xv = xq(x + c * 32 + 4 * p);
+#pragma GCC unroll 4
+        for (int j = 0; j < kBlocks; ++j) {
+          const __m512i idx = p == 0 ? b[j] : _mm512_srli_epi32(b[j], 4 * p);
+          acc[j][p % 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx, lut), xv, acc[j][p % 2]);
+        }
+      }
+    }
+    for (int j = 0; j < kBlocks; ++j) {
+      const __m512 s = row_lanes::perRow(scales + j * 4 * s_stride + g, s_stride);
+      tot[j] = _mm512_fmadd_ps(_mm512_add_ps(acc[j][0], acc[j][1]), s, tot[j]);
+    }
+  }
+  for (int j = 0; j < kBlocks; ++j) {
+    const __m512 t[1] = {tot[j]};
+    row_lanes::storeRowSums<1>(t, out + 4 * j);
+  }
+}
+
 void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
                 int64_t group_chunks, const float* scales, int64_t s_stride, float* out) {
   if (x_rows == 2) {
@@ -92,7 +136,7 @@ void prepareX(const float* x, int64_t rows, int64_t kp, float* xperm) {
 }  // namespace
 
 const LinearW4F32Kernels* linearW4F32Avx512() {
-  static const LinearW4F32Kernels table{&prepareX, &block4Rows};
+  static const LinearW4F32Kernels table{&prepareX, &block4Rows, &block16};
   return &table;
 }
 
