@@ -5,6 +5,7 @@
 // which is compute-bound there and better blocked than a GEMV.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -20,14 +21,25 @@ namespace {
 constexpr int64_t kGemmRows = 64;
 constexpr int64_t kGemmTile = 64;  // weight rows dequantized per tile (multiple of 4)
 constexpr int64_t kBf16Tile = 512;  // the same for the bf16 path, whose GEMMs use every thread
-// One x row longer than these (bytes, in the kernel's dtype) runs 4 blocks at a time (runQuads):
-// the single-block kernel rereads x for every block, and x plus its 16 KiB prefetch window
-// outgrow a 32 KiB L1. Shorter rows stay single: there 4 weight streams per thread cost more than
-// the shared x loads save. Same-process A/B on the 2-core Zen 4 VM, W4A16 M = 1, N = 4096, new /
-// old time: bf16 x of 8-9 KiB 0.80-0.92x, 10-11 KiB 0.94-1.00x, 12-28 KiB 1.10-1.52x; fp32 x of
-// 8-12 KiB 0.88-0.95x, 16 KiB 0.97-1.09x, 24-44 KiB 1.13-1.23x (docs/perf_linear_cpu.md).
-constexpr int64_t kQuadMinXBytesBf16 = 11 << 10;
-constexpr int64_t kQuadMinXBytesF32 = 16 << 10;
+// One x row longer than quadMinXBytes (bytes, in the kernel's dtype) runs 4 blocks at a time
+// (runQuads): the single-block kernel rereads x for every block, and x plus its 16 KiB prefetch
+// window outgrow the L1. Shorter rows stay single: there 4 weight streams per thread cost more
+// than the shared x loads save. Same-process A/B, W4A16 M = 1, N = 4096, new / old time:
+// - 2-core Zen 4 VM (32 KiB L1): bf16 x of 8-9 KiB 0.80-0.92x, 10-11 KiB 0.94-1.00x, 12-28 KiB
+//   1.10-1.52x; fp32 x of 8-12 KiB 0.88-0.95x, 16 KiB 0.97-1.09x, 24-44 KiB 1.13-1.23x.
+// - the GPU machine's Xeon (48 KiB L1), 2 threads: bf16 8 KiB 1.01x, 12 KiB 1.05x, 22-28 KiB
+//   1.12x; fp32 16 KiB 0.88x, 24 KiB 0.95x, 44 KiB 1.10x. 16 threads: 0.90x to 1.03x.
+// So the crossovers scale with the L1: 11/32 of it for bf16 x, 1/2 for fp32 x.
+int64_t quadMinXBytes(bool bf16) {
+  static const int64_t l1 = [] {
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    if (v >= (16 << 10) && v <= (1 << 20)) return static_cast<int64_t>(v);
+#endif
+    return int64_t{32 << 10};
+  }();
+  return bf16 ? l1 * 11 / 32 : l1 / 2;
+}
 
 template <int Bits>
 at::Tensor packWeightCpu(const at::Tensor& weight) {
@@ -194,7 +206,7 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
       kern->block4(w8p + b * block_bytes, xp + m0 * kp, kp, mx, chunks, group_chunks, sp + at,
                    offp == nullptr ? nullptr : offp + at, gs, xsp + m0 * gs, tmp);
     };
-    if (m == 1 && kp * 2 > kQuadMinXBytesBf16) {
+    if (m == 1 && kp * 2 > quadMinXBytes(true)) {
       const auto quad = [&](int64_t b, float* tmp) {
         const int64_t at = b * kPackRows * gs;
         kern->block16(w8p + b * block_bytes, xp, chunks, group_chunks, sp + at, offp == nullptr ? nullptr : offp + at,
@@ -222,7 +234,7 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
     const auto block = [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
       fn(w8p + b * block_bytes, xf + m0 * kp, kp, mx, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
     };
-    if (m == 1 && w4f32 != nullptr && kp * 4 > kQuadMinXBytesF32) {
+    if (m == 1 && w4f32 != nullptr && kp * 4 > quadMinXBytes(false)) {
       const auto quad = [&](int64_t b, float* tmp) {
         w4f32->block16(w8p + b * block_bytes, xf, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
       };

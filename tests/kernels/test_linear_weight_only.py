@@ -110,12 +110,18 @@ def test_half_inputs(dtype, m_shape, bits):
     check(*make(40, 128, 4, True, True, dtype, m_shape, bits=bits), bits=bits)
 
 
+# One x row longer than 11/32 of the L1 (bf16) or half of it (fp32) runs 4 weight blocks at a
+# time; these rows are past that for an L1 of up to 64 KiB, with whole groups of 4 blocks and a
+# partial last group of 1-2.
+QUAD_SHAPES = [(37, 12300, 0), (20, 11520, 360)]
+
+
 @pytest.mark.parametrize("bits", BITS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("n,k,groups", [(37, 8200, 0), (20, 5760, 180)])
+@pytest.mark.parametrize("n,k,groups", QUAD_SHAPES)
 def test_long_single_row(n, k, groups, dtype, bits):
-    """One long x row (the int4 kernels run 4 weight blocks at a time there): random scales and zero points per row and group, so that a block reading
-    another block's qparams shows."""
+    """One long x row (the int4 kernels run 4 weight blocks at a time there): random scales and
+    zero points per row and group, so that a block reading another block's qparams shows."""
     for zp in (False, True):
         check(*make(n, k, groups, zp, True, dtype, (1,), seed=k + groups, bits=bits), bits=bits)
         # Integer x and weights, power-of-two scales: every kernel's sums are exact in fp32 here,
@@ -132,11 +138,6 @@ def test_long_single_row(n, k, groups, dtype, bits):
         z = 0 if zps is None else zps.reshape(n, ng).double().repeat_interleave(k // ng, dim=1)
         want = x.double() @ ((w.double() - z) * scales.reshape(n, ng).double().repeat_interleave(k // ng, dim=1)).t()
         assert torch.equal(got, (want + b.double()).to(dtype))
-
-
-# One x row of more than 11 KiB of bf16 (K > 5632) or 16 KiB of fp32 (K > 4096) runs 4 weight
-# blocks at a time: these shapes have whole groups of 4 blocks and a partial last group of 1-2.
-QUAD_SHAPES = [(37, 8200, 0), (20, 5760, 180)]
 
 
 @pytest.mark.parametrize("m", [1, 2, 3])
