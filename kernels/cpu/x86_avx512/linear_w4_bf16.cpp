@@ -30,6 +30,13 @@ inline __m512bh decode(__m512i words, __m512i nib, __m512i base) {
   return (__m512bh)_mm512_ternarylogic_epi32(words, nib, base, kOrWithMask);
 }
 
+// Word vector h of a 64-byte chunk b (x slice h of its permutation, see the top): nibble bits
+// 0-3, 8-11, 4-7, 12-15 of every word for h = 0..3 (h a constant after inlining).
+inline __m512bh decodeNibbles(__m512i b, int h, __m512i nib, __m512i base) {
+  constexpr int kShift[4] = {0, 8, 4, 12};
+  return decode(h == 0 ? b : _mm512_srli_epi16(b, kShift[h]), nib, base);
+}
+
 inline __m512bh xq(const uint16_t* p) {
   return (__m512bh)_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -48,14 +55,11 @@ void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks
   auto step = [&](int64_t c, __m512(&acc)[MX][4]) {
     _mm_prefetch(reinterpret_cast<const char*>(w + (c + kPrefetchChunks) * kChunkBytes), _MM_HINT_T0);
     const __m512i b = _mm512_loadu_si512(w + c * kChunkBytes);
-    const __m512bh wa = decode(b, nib, base), wb = decode(_mm512_srli_epi16(b, 8), nib, base);
-    const __m512bh wc = decode(_mm512_srli_epi16(b, 4), nib, base), wd = decode(_mm512_srli_epi16(b, 12), nib, base);
+    const __m512bh wv[4] = {decodeNibbles(b, 0, nib, base), decodeNibbles(b, 1, nib, base),
+                            decodeNibbles(b, 2, nib, base), decodeNibbles(b, 3, nib, base)};
     for (int m = 0; m < MX; ++m) {
       const uint16_t* xc = x + m * x_stride + c * 32;
-      acc[m][0] = _mm512_dpbf16_ps(acc[m][0], wa, xq(xc));
-      acc[m][1] = _mm512_dpbf16_ps(acc[m][1], wb, xq(xc + 8));
-      acc[m][2] = _mm512_dpbf16_ps(acc[m][2], wc, xq(xc + 16));
-      acc[m][3] = _mm512_dpbf16_ps(acc[m][3], wd, xq(xc + 24));
+      for (int h = 0; h < 4; ++h) acc[m][h] = _mm512_dpbf16_ps(acc[m][h], wv[h], xq(xc + 8 * h));
     }
   };
   for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
@@ -110,10 +114,10 @@ void block16(const int8_t* w, const uint16_t* x, int64_t chunks, int64_t group_c
         const int8_t* wc = w + j * block_bytes + c * kChunkBytes;
         _mm_prefetch(reinterpret_cast<const char*>(wc + kPrefetchChunks / kBlocks * kChunkBytes), _MM_HINT_T0);
         const __m512i b = _mm512_loadu_si512(wc);
-        acc[j][0] = _mm512_dpbf16_ps(acc[j][0], decode(b, nib, base), x0);
-        acc[j][1] = _mm512_dpbf16_ps(acc[j][1], decode(_mm512_srli_epi16(b, 8), nib, base), x1);
-        acc[j][2] = _mm512_dpbf16_ps(acc[j][2], decode(_mm512_srli_epi16(b, 4), nib, base), x2);
-        acc[j][3] = _mm512_dpbf16_ps(acc[j][3], decode(_mm512_srli_epi16(b, 12), nib, base), x3);
+        acc[j][0] = _mm512_dpbf16_ps(acc[j][0], decodeNibbles(b, 0, nib, base), x0);
+        acc[j][1] = _mm512_dpbf16_ps(acc[j][1], decodeNibbles(b, 1, nib, base), x1);
+        acc[j][2] = _mm512_dpbf16_ps(acc[j][2], decodeNibbles(b, 2, nib, base), x2);
+        acc[j][3] = _mm512_dpbf16_ps(acc[j][3], decodeNibbles(b, 3, nib, base), x3);
       }
     }
     const __m512 sx = _mm512_set1_ps(xsum[g]);
@@ -126,10 +130,7 @@ void block16(const int8_t* w, const uint16_t* x, int64_t chunks, int64_t group_c
       tot[j] = _mm512_fmadd_ps(a, s, tot[j]);
     }
   }
-  for (int j = 0; j < kBlocks; ++j) {
-    const __m512 t[1] = {tot[j]};
-    row_lanes::storeRowSums<1>(t, out + 4 * j);
-  }
+  row_lanes::storeRowSums<kBlocks>(tot, out);  // block j's rows land where x row j's would
 }
 
 void block4Rows(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int64_t chunks,

@@ -24,11 +24,15 @@ constexpr int64_t kPrefetchChunks = 256;  // 16 KiB ahead: see linear_w4_bf16.cp
 
 inline __m512 xq(const float* p) { return _mm512_broadcast_f32x4(_mm_loadu_ps(p)); }
 
+// v = u - 8 for nibble p of every dword of b (p a constant after unrolling: an immediate shift).
+inline __m512 nibbleValues(__m512i b, int p) {
+  const __m512 lut = _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
+  return _mm512_permutexvar_ps(p == 0 ? b : _mm512_srli_epi32(b, 4 * p), lut);
+}
+
 template <int MX>
 void block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
             const float* scales, int64_t s_stride, float* out) {
-  // v = u - 8 for the stored nibble u.
-  const __m512 lut = _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
   __m512 tot[MX];
   for (auto& t : tot) t = _mm512_setzero_ps();
   for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
@@ -42,14 +46,8 @@ void block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, i
       _mm_prefetch(reinterpret_cast<const char*>(w + (c + kPrefetchChunks) * kChunkBytes), _MM_HINT_T0);
       const __m512i b = _mm512_loadu_si512(w + c * kChunkBytes);
       __m512 wv[8];
-      wv[0] = _mm512_permutexvar_ps(b, lut);
-      wv[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), lut);
-      wv[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 8), lut);
-      wv[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 12), lut);
-      wv[4] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 16), lut);
-      wv[5] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 20), lut);
-      wv[6] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 24), lut);
-      wv[7] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 28), lut);
+#pragma GCC unroll 8
+      for (int p = 0; p < 8; ++p) wv[p] = nibbleValues(b, p);
       for (int m = 0; m < MX; ++m) {
         const float* xc = x + m * x_stride + c * 32;
         for (int p = 0; p < 8; ++p) acc[m][p] = _mm512_fmadd_ps(wv[p], xq(xc + 4 * p), acc[m][p]);
@@ -72,7 +70,6 @@ void block4(const int8_t* w, const float* x, int64_t x_stride, int64_t chunks, i
 void block16(const int8_t* w, const float* x, int64_t chunks, int64_t group_chunks, const float* scales,
              int64_t s_stride, float* out) {
   constexpr int kBlocks = 4;
-  const __m512 lut = _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
   const int64_t block_bytes = chunks * kChunkBytes;
   __m512 tot[kBlocks];
   for (auto& t : tot) t = _mm512_setzero_ps();
@@ -94,8 +91,7 @@ void block16(const int8_t* w, const float* x, int64_t chunks, int64_t group_chun
         const __m512 xv = xq(x + c * 32 + 4 * p);
 #pragma GCC unroll 4
         for (int j = 0; j < kBlocks; ++j) {
-          const __m512i idx = p == 0 ? b[j] : _mm512_srli_epi32(b[j], 4 * p);
-          acc[j][p % 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx, lut), xv, acc[j][p % 2]);
+          acc[j][p % 2] = _mm512_fmadd_ps(nibbleValues(b[j], p), xv, acc[j][p % 2]);
         }
       }
     }
@@ -104,10 +100,7 @@ void block16(const int8_t* w, const float* x, int64_t chunks, int64_t group_chun
       tot[j] = _mm512_fmadd_ps(_mm512_add_ps(acc[j][0], acc[j][1]), s, tot[j]);
     }
   }
-  for (int j = 0; j < kBlocks; ++j) {
-    const __m512 t[1] = {tot[j]};
-    row_lanes::storeRowSums<1>(t, out + 4 * j);
-  }
+  row_lanes::storeRowSums<kBlocks>(tot, out);  // block j's rows land where x row j's would
 }
 
 void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
