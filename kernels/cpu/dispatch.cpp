@@ -1,6 +1,9 @@
 // Picks the microkernel table for this CPU once per process. Every table computes identical
 // results (tested in tests/kernels/affine_microkernels_test.cpp); they differ only in speed.
 #include <cstdlib>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -118,6 +121,23 @@ const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
   return chosen;
 #else
   return nullptr;
+#endif
+}
+
+bool cpuSplits512BitOps() {
+#if defined(__x86_64__) || defined(_M_X64)
+  // AMD family 19h with AVX-512 is Zen 4 (Zen 3, the same family, has no AVX-512). Family 1Ah
+  // (Zen 5) is full width on the server parts measured; its client parts with split 512-bit
+  // ops are not told apart here (not measured).
+  static const bool split = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+    return family == 0x19 && cpuHas(Isa::kAvx512);
+  }();
+  return split;
+#else
+  return false;
 #endif
 }
 

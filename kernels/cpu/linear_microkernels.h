@@ -135,6 +135,12 @@ struct LinearW4F32Kernels {
 /// Those kernels when the ISA in use is AVX-512, else nullptr.
 const LinearW4F32Kernels* linearW4F32Kernel();
 
+/// Whether this CPU executes a 512-bit vector op as two 256-bit halves (AMD Zen 4). There the
+/// W4A16 block kernels are compute-bound at M = 1 and `block16`'s shared x loads pay; on CPUs
+/// with full-width units the single-block kernels keep up with memory and `block16`'s 4 weight
+/// streams per thread cost more than it saves (kernels/cpu/linear_weight_only_cpu.cpp).
+bool cpuSplits512BitOps();
+
 const LinearKernels& linearKernels();
 /// Every table this CPU can run (tests compare them).
 std::vector<const LinearKernels*> availableLinearKernels();

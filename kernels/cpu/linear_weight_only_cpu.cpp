@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "kernels/cpu/linear_microkernels.h"
@@ -21,16 +22,24 @@ namespace {
 constexpr int64_t kGemmRows = 64;
 constexpr int64_t kGemmTile = 64;  // weight rows dequantized per tile (multiple of 4)
 constexpr int64_t kBf16Tile = 512;  // the same for the bf16 path, whose GEMMs use every thread
-// One x row longer than quadMinXBytes (bytes, in the kernel's dtype) runs 4 blocks at a time
-// (runQuads): the single-block kernel rereads x for every block, and x plus its 16 KiB prefetch
-// window outgrow the L1. Shorter rows stay single: there 4 weight streams per thread cost more
-// than the shared x loads save. Same-process A/B, W4A16 M = 1, N = 4096, new / old time:
+// One row of x runs 4 blocks at a time (runQuads) where that pays: on CPUs that split 512-bit
+// ops in two (Zen 4) the single-block kernel is compute-bound and rereads x for every block, and
+// once x plus its 16 KiB prefetch window outgrow the L1 the shared x loads save more than 4 weight
+// streams per thread cost. Same-process A/B, W4A16 M = 1, N = 4096, new / old time:
 // - 2-core Zen 4 VM (32 KiB L1): bf16 x of 8-9 KiB 0.80-0.92x, 10-11 KiB 0.94-1.00x, 12-28 KiB
-//   1.10-1.52x; fp32 x of 8-12 KiB 0.88-0.95x, 16 KiB 0.97-1.09x, 24-44 KiB 1.13-1.23x.
+//   1.10-1.52x; fp32 x of 8-12 KiB 0.88-0.95x, 16 KiB 0.97-1.09x, 24-44 KiB 1.13-1.23x. So the
+//   crossovers scale with the L1: 11/32 of it for bf16 x, 1/2 for fp32 x.
+// - 2-core Zen 5 VM (48 KiB L1, full-width 512-bit units): bf16 x of 8-56 KiB 0.55-0.86x, fp32
+//   x of 12-44 KiB 0.72-0.91x, 56 KiB 1.01x, 112 KiB 1.09x; with the weights in the L2/L3 block16
+//   ran 1.16-1.23x, and reading its 16 rows as one stream (a layout pack_weight_int4 does not
+//   write) 0.96-1.13x, so the loss is the 4 streams.
 // - the GPU machine's Xeon (48 KiB L1), 2 threads: bf16 8 KiB 1.01x, 12 KiB 1.05x, 22-28 KiB
-//   1.12x; fp32 16 KiB 0.88x, 24 KiB 0.95x, 44 KiB 1.10x. 16 threads: 0.90x to 1.03x.
-// So the crossovers scale with the L1: 11/32 of it for bf16 x, 1/2 for fp32 x.
-int64_t quadMinXBytes(bool bf16) {
+//   1.12x; fp32 16 KiB 0.88x, 24 KiB 0.95x, 44 KiB 1.10x; 16 threads (all): 0.90x to 1.03x.
+// PT2Q_CPU_W4_QUAD=0 / 1 forces block16 off / on for every single row (tests, benchmarks).
+bool useQuads(int64_t x_bytes, bool bf16) {
+  if (const char* env = std::getenv("PT2Q_CPU_W4_QUAD"); env != nullptr && (env[0] == '0' || env[0] == '1')) {
+    return env[0] == '1';
+  }
   static const int64_t l1 = [] {
 #if defined(_SC_LEVEL1_DCACHE_SIZE)
     const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
@@ -38,7 +47,7 @@ int64_t quadMinXBytes(bool bf16) {
 #endif
     return int64_t{32 << 10};
   }();
-  return bf16 ? l1 * 11 / 32 : l1 / 2;
+  return cpu::cpuSplits512BitOps() && x_bytes > (bf16 ? l1 * 11 / 32 : l1 / 2);
 }
 
 template <int Bits>
@@ -206,7 +215,7 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
       kern->block4(w8p + b * block_bytes, xp + m0 * kp, kp, mx, chunks, group_chunks, sp + at,
                    offp == nullptr ? nullptr : offp + at, gs, xsp + m0 * gs, tmp);
     };
-    if (m == 1 && kp * 2 > quadMinXBytes(true)) {
+    if (m == 1 && useQuads(kp * 2, true)) {
       const auto quad = [&](int64_t b, float* tmp) {
         const int64_t at = b * kPackRows * gs;
         kern->block16(w8p + b * block_bytes, xp, chunks, group_chunks, sp + at, offp == nullptr ? nullptr : offp + at,
@@ -234,7 +243,7 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
     const auto block = [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
       fn(w8p + b * block_bytes, xf + m0 * kp, kp, mx, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
     };
-    if (m == 1 && w4f32 != nullptr && kp * 4 > quadMinXBytes(false)) {
+    if (m == 1 && w4f32 != nullptr && useQuads(kp * 4, false)) {
       const auto quad = [&](int64_t b, float* tmp) {
         w4f32->block16(w8p + b * block_bytes, xf, chunks, group_chunks, sp + b * kPackRows * gs, gs, tmp);
       };

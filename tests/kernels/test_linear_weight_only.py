@@ -110,16 +110,22 @@ def test_half_inputs(dtype, m_shape, bits):
     check(*make(40, 128, 4, True, True, dtype, m_shape, bits=bits), bits=bits)
 
 
-# One x row longer than 11/32 of the L1 (bf16) or half of it (fp32) runs 4 weight blocks at a
-# time; these rows are past that for an L1 of up to 64 KiB, with whole groups of 4 blocks and a
-# partial last group of 1-2.
+# One long x row runs 4 weight blocks at a time on some CPUs (Zen 4) and one at a time on others;
+# PT2Q_CPU_W4_QUAD forces either, so both kernels run on every machine. These rows have whole
+# groups of 4 blocks and a partial last group of 1-2.
 QUAD_SHAPES = [(37, 12300, 0), (20, 11520, 360)]
+
+
+@pytest.fixture(params=["0", "1"], ids=["single_blocks", "quad_blocks"])
+def quad_mode(request, monkeypatch):
+    monkeypatch.setenv("PT2Q_CPU_W4_QUAD", request.param)
+    return request.param
 
 
 @pytest.mark.parametrize("bits", BITS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("n,k,groups", QUAD_SHAPES)
-def test_long_single_row(n, k, groups, dtype, bits):
+def test_long_single_row(n, k, groups, dtype, bits, quad_mode):
     """One long x row (the int4 kernels run 4 weight blocks at a time there): random scales and
     zero points per row and group, so that a block reading another block's qparams shows."""
     for zp in (False, True):
@@ -142,7 +148,7 @@ def test_long_single_row(n, k, groups, dtype, bits):
 
 @pytest.mark.parametrize("m", [1, 2, 3])
 @pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (12, 4096, 0), (9, 256, 2)] + QUAD_SHAPES)
-def test_w4_bf16_rows_under_cancellation(n, k, groups, m):
+def test_w4_bf16_rows_under_cancellation(n, k, groups, m, quad_mode):
     """bf16 x of few rows (the AVX512_BF16 kernel where present): the decode's 128 + u and its
     136 * sum(x) correction cancel most when x has one sign and large magnitude; ragged K, a
     partial last block of rows, per-channel and per-group scales, extreme zero points; a long
@@ -159,7 +165,7 @@ def test_w4_bf16_rows_under_cancellation(n, k, groups, m):
 @pytest.mark.skipif(not _C.info.linear_cpu_kernels().startswith("avx512"), reason="AVX-512 only")
 @pytest.mark.parametrize("m", [1, 2, 3])
 @pytest.mark.parametrize("n,k,groups", [(37, 1000, 0), (64, 4096, 32), (13, 96, 3), (37, 4200, 0)] + QUAD_SHAPES)
-def test_w4_f32_table_kernel_multiplies_signed_codes(n, k, groups, m):
+def test_w4_f32_table_kernel_multiplies_signed_codes(n, k, groups, m, quad_mode):
     """fp32 x of few rows on AVX-512 decodes nibbles by table to v itself, so the error is bounded
     by the terms |v| |x| s alone (no decode offset), against the exact fp64 result; x of one sign
     and large magnitude, ragged K, a partial last block of rows, every code from -8 to 7; a long
