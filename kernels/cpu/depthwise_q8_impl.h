@@ -26,23 +26,41 @@ inline void depthwiseEpilogue(const int32_t* __restrict acc, const float* __rest
 }
 
 #if defined(PT2Q_VEC_AVX512)
+// Q8Epilogue on 16 int32 sums at a time, in its order (no fused multiply-add: the file is
+// compiled with -ffp-contract=off), so that the vector and scalar epilogues agree bit for bit.
+struct Q8EpilogueAvx512 {
+  __m512 sx, inv, zo, vlo, vhi, lo, hi, magic;
+  explicit Q8EpilogueAvx512(const Q8Epilogue& e)
+      : sx(_mm512_set1_ps(e.sx)), inv(_mm512_set1_ps(e.inv)), zo(_mm512_set1_ps(e.zo)),
+        vlo(_mm512_set1_ps(e.lo - e.zo - 1.0f)), vhi(_mm512_set1_ps(e.hi - e.zo + 1.0f)), lo(_mm512_set1_ps(e.lo)),
+        hi(_mm512_set1_ps(e.hi)), magic(_mm512_set1_ps(12582912.0f)) {}
+  // Output channels [0, 16) of `acc` under mask m, their scales and bias from s and b.
+  void store(__m512i acc, __mmask16 m, const float* s, const float* b, int8_t* out) const {
+    const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_maskz_loadu_ps(m, s));
+    const __m512 y = _mm512_add_ps(_mm512_mul_ps(t, sx), _mm512_maskz_loadu_ps(m, b));
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y, inv), vlo), vhi);
+    const __m512 r = _mm512_add_ps(_mm512_sub_ps(_mm512_add_ps(c, magic), magic), zo);
+    const __m512i q = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
+    _mm_mask_storeu_epi8(out, m, _mm512_cvtepi32_epi8(q));
+  }
+};
+
+inline __mmask16 laneMask(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : left > 0 ? static_cast<__mmask16>((1u << left) - 1u) : 0;
+}
+
 // One output pixel, multiplier 1, 64 channels per pass with the sums in registers across the taps
-// (the loops above keep them in memory: 2-4x slower on the Zen 5 VM), the epilogue on vectors in
-// Q8Epilogue's order (no fused multiply-add: the file is compiled with -ffp-contract=off).
+// (the loops above keep them in memory: 2-4x slower on the Zen 5 VM).
 inline void depthwisePixelAvx512(const DepthwiseQ8& a, const int8_t* const* taps, const int32_t* const* wts,
                                  int ntaps, int8_t* out) {
   const __m512i zx = _mm512_set1_epi32(a.zx);
-  const Q8Epilogue& e = a.epilogue;
-  const __m512 sx = _mm512_set1_ps(e.sx), inv = _mm512_set1_ps(e.inv), zo = _mm512_set1_ps(e.zo);
-  const __m512 vlo = _mm512_set1_ps(e.lo - e.zo - 1.0f), vhi = _mm512_set1_ps(e.hi - e.zo + 1.0f);
-  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi), magic = _mm512_set1_ps(12582912.0f);
+  const Q8EpilogueAvx512 e(a.epilogue);
   for (int64_t o0 = 0; o0 < a.oc; o0 += 64) {
     const int64_t n = std::min<int64_t>(64, a.oc - o0);
     __mmask16 m[4];
     __m512i acc[4];
     for (int v = 0; v < 4; ++v) {
-      const int64_t left = n - 16 * v;
-      m[v] = left >= 16 ? static_cast<__mmask16>(0xFFFF) : left > 0 ? static_cast<__mmask16>((1u << left) - 1u) : 0;
+      m[v] = laneMask(n - 16 * v);
       acc[v] = _mm512_setzero_si512();
     }
     for (int t = 0; t < ntaps; ++t) {
@@ -53,30 +71,25 @@ inline void depthwisePixelAvx512(const DepthwiseQ8& a, const int8_t* const* taps
         acc[v] = _mm512_add_epi32(acc[v], _mm512_mullo_epi32(_mm512_sub_epi32(x, zx), w));
       }
     }
-    for (int v = 0; v < 4; ++v) {
-      if (m[v] == 0) break;
+    for (int v = 0; v < 4 && m[v] != 0; ++v) {
       const int64_t o = o0 + 16 * v;
-      const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), _mm512_maskz_loadu_ps(m[v], a.scales + o));
-      const __m512 y = _mm512_add_ps(_mm512_mul_ps(t, sx), _mm512_maskz_loadu_ps(m[v], a.bias + o));
-      const __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y, inv), vlo), vhi);
-      const __m512 r = _mm512_add_ps(_mm512_sub_ps(_mm512_add_ps(c, magic), magic), zo);
-      const __m512i q = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
-      _mm_mask_storeu_epi8(out + o, m[v], _mm512_cvtepi32_epi8(q));
+      e.store(acc[v], m[v], a.scales + o, a.bias + o, out + o);
     }
   }
 }
 #endif
 
-// f(x at the tap, the tap's weights) for each tap of output pixel (img, oh, ow) inside the input.
+// f(byte offset of the tap's pixel in x, tap index i * kw + j) for each tap of output pixel
+// (img, oh, ow) inside the input.
 template <class F>
-inline void forEachTap(const DepthwiseQ8& a, int64_t img, int64_t oh, int64_t ow, F&& f) {
+inline void forEachTap(const ConvPixels& a, int64_t img, int64_t oh, int64_t ow, F&& f) {
   for (int64_t i = 0; i < a.kh; ++i) {
     const int64_t ih = oh * a.sh - a.ph + i * a.dh;
     if (ih < 0 || ih >= a.h) continue;
     for (int64_t j = 0; j < a.kw; ++j) {
       const int64_t iw = ow * a.sw - a.pw + j * a.dw;
       if (iw < 0 || iw >= a.w) continue;
-      f(a.x + ((img * a.h + ih) * a.w + iw) * a.c, a.wt + (i * a.kw + j) * a.oc);
+      f(((img * a.h + ih) * a.w + iw) * a.c, i * a.kw + j);
     }
   }
 }
@@ -90,9 +103,9 @@ inline void depthwiseQ8Rows(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t ow = 0; ow < a.ow; ++ow) {
         int nt = 0;
-        forEachTap(a, r / a.oh, r % a.oh, ow, [&](const int8_t* px, const int32_t* w) {
-          taps[nt] = px;
-          wts[nt++] = w;
+        forEachTap(a, r / a.oh, r % a.oh, ow, [&](int64_t at, int64_t t) {
+          taps[nt] = a.x + at;
+          wts[nt++] = a.wt + t * a.oc;
         });
         depthwisePixelAvx512(a, taps, wts, nt, a.out + (r * a.ow + ow) * a.oc);
       }
@@ -104,7 +117,7 @@ inline void depthwiseQ8Rows(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_
     for (int64_t ow = 0; ow < a.ow; ++ow) {
       std::fill(acc, acc + a.oc, 0);
       forEachTap(a, r / a.oh, r % a.oh, ow,
-                 [&](const int8_t* px, const int32_t* w) { depthwiseTap(px, w, a.zx, a.oc, mult, acc); });
+                 [&](int64_t at, int64_t t) { depthwiseTap(a.x + at, a.wt + t * a.oc, a.zx, a.oc, mult, acc); });
       depthwiseEpilogue(acc, a.scales, a.bias, a.epilogue, a.oc, a.out + (r * a.ow + ow) * a.oc);
     }
   }

@@ -253,6 +253,7 @@ void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_row
 
 #include "kernels/cpu/linear_int8_impl.h"
 #include "kernels/cpu/depthwise_q8_impl.h"
+#include "kernels/cpu/grouped_q8_impl.h"
 
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
 
@@ -269,7 +270,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        &dotPanel<WI8>,
                        &dotPanel<WI4>,
                        &expandInt4,
-                       &depthwiseQ8Rows};
+                       &depthwiseQ8Rows,
+                       kGroupedQ8};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -63,14 +63,18 @@ struct Q8Epilogue {
   }
 };
 
+/// The geometry of a conv2d over channels-last x [n, h, w, c] into [n, oh, ow, oc].
+struct ConvPixels {
+  int64_t n = 0, h = 0, w = 0, c = 0, oc = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+};
+
 /// A depthwise conv2d_q8 (one input channel per group): x channels last as int8 codes [n, h, w,
 /// c], weights [kh * kw, oc] int32 (tap-major, so a tap's weights over the channels are
 /// contiguous), output channel o reading input channel o / (oc / c). Output codes [n, oh, ow, oc];
 /// taps outside the input add nothing ((zx - zx) w).
-struct DepthwiseQ8 {
+struct DepthwiseQ8 : ConvPixels {
   const int8_t* x = nullptr;
-  int64_t n = 0, h = 0, w = 0, c = 0, oc = 0, kh = 0, kw = 0, oh = 0, ow = 0;
-  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   int32_t zx = 0;           // input zero point
   const int32_t* wt = nullptr;
   const float* scales = nullptr;  // [oc]: t = float(sum) * scale
@@ -80,6 +84,25 @@ struct DepthwiseQ8 {
 };
 /// Output rows [r0, r1) (r = image * oh + output row); `acc` holds oc int32 of scratch.
 using DepthwiseQ8Fn = void (*)(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_t* acc);
+
+/// A grouped conv2d_q8 with several input channels per group (cg a multiple of 4): x channels
+/// last as unsigned codes u = q + 128 [n, h, w, c]; output channel o reads input channels
+/// [g cg, g cg + cg) of group g = o / ocg. Weights tap-major in `vpdpbusd` order, [kh * kw][cg / 4]
+/// [ocp][4] int8 (ocp = oc rounded up to 16, zero past oc), and per tap wsum[t * ocp + o] =
+/// (zx + 128) * sum_c w[o, t, c], so that sum (u - zx - 128) w = sum u w - wsum over the taps
+/// inside the input. Output codes [n, oh, ow, oc], requantized as DepthwiseQ8's.
+struct GroupedQ8 : ConvPixels {
+  const uint8_t* x = nullptr;
+  int64_t cg = 0, ocg = 0;
+  const int8_t* wq = nullptr;
+  const int32_t* wsum = nullptr;
+  const float* scales = nullptr;  // [oc]
+  const float* bias = nullptr;    // [oc]
+  Q8Epilogue epilogue{};
+  int8_t* out = nullptr;
+};
+/// Output rows [r0, r1) (r = image * oh + output row).
+using GroupedQ8Fn = void (*)(const GroupedQ8& a, int64_t r0, int64_t r1);
 
 struct LinearKernels {
   Isa isa;
@@ -95,6 +118,7 @@ struct LinearKernels {
   LinearDotPanelFn w4_dot;
   LinearExpandInt4Fn expand_int4;
   DepthwiseQ8Fn depthwise_q8;
+  GroupedQ8Fn grouped_q8;  // nullptr where the ISA has no such kernel (it needs VNNI)
 };
 
 /// W4A16 for bf16 activations (AVX512_BF16). `prepare_x` permutes `rows` rows of bf16 x (padded

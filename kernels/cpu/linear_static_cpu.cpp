@@ -108,6 +108,13 @@ void im2col(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad
   }
 }
 
+cpu::ConvPixels pixelsOf(const Conv2dQ8Geometry& g) {
+  cpu::ConvPixels p;
+  p.n = g.n, p.h = g.h, p.w = g.w, p.c = g.c, p.oc = g.oc, p.kh = g.kh, p.kw = g.kw, p.oh = g.oh, p.ow = g.ow;
+  p.sh = g.sh, p.sw = g.sw, p.ph = g.ph, p.pw = g.pw, p.dh = g.dh, p.dw = g.dw;
+  return p;
+}
+
 // Depthwise (one input channel per group): the ISA's microkernel over output rows in parallel.
 void depthwiseRequantize(const Conv2dQ8Geometry& g, const int8_t* x, int32_t zx, const at::Tensor& packed,
                          const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
@@ -118,8 +125,7 @@ void depthwiseRequantize(const Conv2dQ8Geometry& g, const int8_t* x, int32_t zx,
   const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::zeros({g.oc}, s.options());
   cpu::DepthwiseQ8 a;
   a.x = x;
-  a.n = g.n, a.h = g.h, a.w = g.w, a.c = g.c, a.oc = g.oc, a.kh = g.kh, a.kw = g.kw, a.oh = g.oh, a.ow = g.ow;
-  a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw, a.dh = g.dh, a.dw = g.dw;
+  static_cast<cpu::ConvPixels&>(a) = pixelsOf(g);
   a.zx = zx;
   a.wt = wt.const_data_ptr<int32_t>();
   a.scales = s.const_data_ptr<float>();
@@ -173,6 +179,55 @@ void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pa
   }
 }
 
+// Grouped with 4-32 channels per group where the ISA has the direct kernel (grouped_q8_impl.h):
+// the weight in its tap-major lane order and its per-tap sums, then output rows in parallel.
+void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int32_t zx, const at::Tensor& packed,
+                             const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                             const cpu::Q8Epilogue& e, cpu::GroupedQ8Fn fn, int8_t* out) {
+  const int64_t taps = g.kh * g.kw, cgq = g.cg() / 4, ocp = roundUp(g.oc, 16);
+  const int64_t chunk = packChunk(8), block_bytes = kPackRows * roundUp(g.k(), chunk);
+  // Straight from the packed bytes ("n4k16": row o's bytes k..k+3 are 4 contiguous bytes of its
+  // block, k a multiple of 4), one pass over the weight.
+  at::Tensor wq = at::zeros({taps, cgq, ocp, 4}, packed.options());
+  at::Tensor wsum = at::zeros({taps, ocp}, packed.options().dtype(at::kInt));
+  const at::Tensor pc = packed.contiguous();
+  const auto* wsrc = reinterpret_cast<const uint8_t*>(pc.const_data_ptr<int8_t>());
+  auto* dq = reinterpret_cast<uint32_t*>(wq.data_ptr<int8_t>());
+  int32_t* ds = wsum.data_ptr<int32_t>();
+  // 16 rows (4 packed blocks) at a time, so that both the reads and the writes stay in few lines.
+  at::parallel_for(0, ocp / 16, 1, [&](int64_t v0, int64_t v1) {
+    for (int64_t o0 = v0 * 16; o0 < std::min(v1 * 16, g.oc); o0 += 16) {
+      const int64_t o1 = std::min(o0 + 16, g.oc);
+      for (int64_t t = 0; t < taps; ++t) {
+        int32_t sum[16] = {};
+        for (int64_t j = 0; j < cgq; ++j) {
+          const int64_t k = (t * cgq + j) * 4, at = (k / chunk) * kPackRows * chunk + k % chunk;
+          for (int64_t o = o0; o < o1; ++o) {
+            uint32_t v;
+            std::memcpy(&v, wsrc + (o / kPackRows) * block_bytes + (o % kPackRows) * chunk + at, 4);
+            dq[(t * cgq + j) * ocp + o] = v;
+            for (int i = 0; i < 4; ++i) sum[o - o0] += static_cast<int8_t>(v >> (8 * i));
+          }
+        }
+        for (int64_t o = o0; o < o1; ++o) ds[t * ocp + o] = sum[o - o0] * (zx + 128);
+      }
+    }
+  });
+  const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
+  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::zeros({g.oc}, s.options());
+  cpu::GroupedQ8 a;
+  a.x = src;
+  static_cast<cpu::ConvPixels&>(a) = pixelsOf(g);
+  a.cg = g.cg(), a.ocg = g.ocg();
+  a.wq = wq.const_data_ptr<int8_t>();
+  a.wsum = wsum.const_data_ptr<int32_t>();
+  a.scales = s.const_data_ptr<float>();
+  a.bias = b.const_data_ptr<float>();
+  a.epilogue = e;
+  a.out = out;
+  at::parallel_for(0, g.n * g.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
+}
+
 at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
                        const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
@@ -195,7 +250,11 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
   const at::Tensor x = input.permute({0, 2, 3, 1}).view(at::kByte).bitwise_xor(128).contiguous();
   const uint8_t* src = x.const_data_ptr<uint8_t>();
-  if (groups > 1) {
+  const cpu::GroupedQ8Fn direct = cpu::linearKernels().grouped_q8;
+  if (groups > 1 && direct != nullptr && groupedConvRunsDirect(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
+    groupedDirectRequantize(g, src, zx, packed, weight_scales, bias, epilogueOf(input_scale, q), direct,
+                            out.data_ptr<int8_t>());
+  } else if (groups > 1) {
     groupedRequantize(g, src, pad, zx, input_scale, packed, weight_scales, bias, q, out.data_ptr<int8_t>());
   } else {
     at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));

@@ -127,6 +127,16 @@ GROUPED_SHAPES = [  # n, c, h, w, out channels, kernel_size, stride, padding, di
     (1, 8, 7, 7, 16, (5, 3), (1, 2), (2, 0), (2, 1), 8),  # depthwise, multiplier 2, dilated
     (2, 16, 8, 8, 32, (3, 3), (1, 1), (1, 1), (1, 1), 4),  # grouped, 8 rows per group
     (1, 6, 9, 5, 9, (3, 3), (1, 1), (0, 1), (1, 1), 3),  # grouped, 3 rows per group (not a block of 4)
+    # With VNNI, groups of a multiple of 4 input channels whose 16 output channels read at most 64
+    # bytes run the direct kernel (grouped_q8_impl.h); the others above and below, the per-group GEMMs.
+    (1, 64, 10, 9, 64, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # 4 in / 4 out (ResNeXt's first stage)
+    (2, 32, 7, 8, 64, (3, 3), (2, 2), (1, 1), (1, 1), 4),  # 8 in / 16 out, stride 2
+    (1, 64, 6, 6, 64, (3, 3), (2, 1), (1, 1), (1, 1), 2),  # 32 in / 32 out
+    (1, 64, 9, 6, 32, (5, 3), (1, 2), (2, 0), (2, 1), 4),  # 16 in / 8 out, dilated, 2 groups per vector
+    (1, 12, 7, 7, 15, (3, 3), (1, 1), (1, 1), (1, 1), 3),  # 4 in / 5 out, 15 channels (a partial vector)
+    (1, 32, 5, 5, 8, (1, 1), (1, 1), (0, 0), (1, 1), 8),  # 4 in / 1 out
+    (1, 68, 5, 5, 48, (3, 3), (1, 1), (1, 1), (1, 1), 4),  # 17 in: not a multiple of 4 (GEMMs)
+    (1, 128, 5, 5, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # 8 in / 1 out: 128 bytes a vector (GEMMs)
 ]
 
 
@@ -148,6 +158,7 @@ def test_grouped_and_depthwise_conv2d_match_fp64(shape):
     (2, 32, 9, 9, 48, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # 16 groups of 2 in / 3 out (ResNeXt-like, tiny)
     (1, 24, 7, 6, 40, (3, 1), (2, 1), (1, 0), (1, 1), 8),  # 8 groups of 3 in / 5 out
     (1, 12, 6, 6, 12, (1, 1), (1, 1), (0, 0), (1, 1), 2),  # 2 groups: the rows-in-parallel path
+    (1, 128, 9, 9, 128, (3, 3), (1, 1), (1, 1), (1, 1), 32),  # 4 in / 4 out: the direct kernel
 ])
 def test_grouped_conv2d_matches_fp64_on_both_schedules(shape, threads):
     """Many groups run one group per task, few one after another with rows in parallel (the

@@ -89,8 +89,9 @@ def test_lowered_static_model_exports_and_compiles():
 
 
 class MobileNetish(nn.Module):
-    """Depthwise-separable blocks (MobileNet), a depthwise conv with multiplier 2 and a grouped
-    conv (ResNeXt)."""
+    """Depthwise-separable blocks (MobileNet), a depthwise conv with multiplier 2, a grouped conv
+    of 16 input channels per group (ResNeXt; conv2d_q8 runs it directly) and one of 2 per group
+    (it would run a GEMM per group)."""
 
     def __init__(self):
         super().__init__()
@@ -99,16 +100,17 @@ class MobileNetish(nn.Module):
         self.pw1 = nn.Conv2d(16, 32, 1)
         self.dw2 = nn.Conv2d(32, 64, 3, padding=1, groups=32, bias=False)
         self.grouped = nn.Conv2d(64, 32, 3, padding=1, groups=4)
+        self.grouped2 = nn.Conv2d(32, 32, 3, padding=1, groups=16)
         self.head = nn.Linear(32, 10)
 
     def forward(self, x):
         x = torch.relu(self.stem(x))
         x = torch.relu(self.pw1(torch.relu(self.dw1(x))))
-        x = torch.relu(self.grouped(self.dw2(x)))
+        x = torch.relu(self.grouped2(torch.relu(self.grouped(self.dw2(x)))))
         return self.head(x.mean((2, 3)))
 
 
-def test_depthwise_convs_lower_with_their_groups_grouped_ones_stay_qdq():
+def test_depthwise_and_direct_grouped_convs_lower_with_their_groups():
     torch.manual_seed(0)
     model, x = MobileNetish().eval(), torch.randn(2, 3, 12, 12)
     p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _xnnpack())
@@ -116,10 +118,10 @@ def test_depthwise_convs_lower_with_their_groups_grouped_ones_stay_qdq():
         p(torch.randn(2, 3, 12, 12) * 1.5)
     qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
     convs = [n for n in low.graph.nodes if n.target == P.conv2d_q8.default]
-    # groups is the 15th argument when it is not 1; the grouped conv (4 channels per group) stays
-    assert sorted(n.args[14] if len(n.args) > 14 else 1 for n in convs) == [1, 1, 16, 32]
+    # groups is the 15th argument when it is not 1; the grouped conv of 2 channels per group stays
+    assert sorted(n.args[14] if len(n.args) > 14 else 1 for n in convs) == [1, 1, 4, 16, 32]
     left = [n for n in low.graph.nodes if n.target == torch.ops.aten.conv2d.default]
-    assert len(left) == 1 and left[0].args[6] == 4
+    assert len(left) == 1 and left[0].args[6] == 16
     outs = [n for n in qdq.graph.nodes if n.op == "output"][0].args[0]
     step = outs[0].args[1]
     for x2 in [x] + [torch.randn(2, 3, 12, 12) * 1.5 for _ in range(4)]:

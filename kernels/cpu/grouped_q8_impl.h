@@ -1,0 +1,111 @@
+// Grouped conv2d_q8 with several input channels per group (GroupedQ8, linear_microkernels.h),
+// compiled inside linear_kernels_impl.h; only the VNNI table has it. Each output pixel sums its
+// taps directly, as the depthwise kernel does, instead of an im2col and a GEMM per group: with
+// 4-32 channels per group (ResNeXt, RegNet) those GEMMs are a few columns wide, and the per-group
+// im2col, panel setup and epilogue cost more than the arithmetic (0.21-0.37x fp32 F.conv2d on
+// ResNeXt's 3x3 layers on the 2-core Zen 5 VM).
+//
+// Lanes are output channels. `vpdpbusd` multiplies 4 input bytes by 4 weight bytes per lane, so a
+// tap of a 16-channel vector is: one 64-byte load of x from the first channel of its first group,
+// then per 4 channels of the group one `vpermd` that hands each lane its group's 4 bytes, and one
+// `vpdpbusd` against the weights (already in lane order). Before (per output pixel): kh x kw taps
+// of c bytes; after: oc codes.
+#pragma once
+
+#ifndef PT2Q_CPU_ISA_NS
+#error "include grouped_q8_impl.h through linear_kernels_impl.h"
+#endif
+
+namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
+
+#if defined(PT2Q_VEC_AVX512) && defined(PT2Q_VNNI)
+// Where the 16 output channels from 16 v read x: byte offset of their first group's channels
+// within a pixel, the load mask for the bytes inside the pixel, and per 4 channels j of a group
+// the dword of the load that each lane takes.
+struct GroupedLanes {
+  int64_t base = 0;
+  __mmask64 load = 0;
+  std::vector<__m512i> idx;
+};
+
+inline std::vector<GroupedLanes> groupedLanes(const GroupedQ8& a) {
+  const int64_t cgq = a.cg / 4;
+  std::vector<GroupedLanes> lanes((a.oc + 15) / 16);
+  for (size_t v = 0; v < lanes.size(); ++v) {
+    const int64_t o0 = 16 * static_cast<int64_t>(v), first = o0 / a.ocg;
+    GroupedLanes& l = lanes[v];
+    l.base = first * a.cg;
+    const int64_t valid = std::min<int64_t>(64, a.c - l.base);
+    l.load = valid >= 64 ? ~__mmask64{0} : (__mmask64{1} << valid) - 1;
+    for (int64_t j = 0; j < cgq; ++j) {
+      alignas(64) int32_t idx[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t o = std::min(o0 + i, a.oc - 1);  // lanes past oc: any dword (their weights are 0)
+        idx[i] = static_cast<int32_t>((o / a.ocg - first) * cgq + j);
+      }
+      l.idx.push_back(_mm512_load_si512(idx));
+    }
+  }
+  return lanes;
+}
+
+// VN vectors (16 VN channels from 16 v0) of one output pixel, their sums in registers across the
+// taps (VN a constant, so the accumulators are not an array in memory).
+template <int VN>
+inline void groupedPixel(const GroupedQ8& a, const GroupedLanes* lanes, int64_t v0, int64_t cgq, int64_t ocp,
+                         const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
+                         int8_t* out) {
+  __m512i acc[VN];
+  for (int u = 0; u < VN; ++u) acc[u] = _mm512_setzero_si512();
+  for (int t = 0; t < nt; ++t) {
+    const int8_t* wt = a.wq + tap[t] * cgq * ocp * 4 + v0 * 64;
+    const int32_t* ws = a.wsum + tap[t] * ocp + v0 * 16;
+    __m512i xu[VN];
+    for (int u = 0; u < VN; ++u) xu[u] = _mm512_maskz_loadu_epi8(lanes[v0 + u].load, px[t] + lanes[v0 + u].base);
+    for (int64_t j = 0; j < cgq; ++j) {
+      for (int u = 0; u < VN; ++u) {
+        acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_permutexvar_epi32(lanes[v0 + u].idx[j], xu[u]),
+                                     _mm512_loadu_si512(wt + j * ocp * 4 + u * 64));
+      }
+    }
+    for (int u = 0; u < VN; ++u) acc[u] = _mm512_sub_epi32(acc[u], _mm512_loadu_si512(ws + u * 16));
+  }
+  for (int u = 0; u < VN; ++u) {
+    const int64_t o = (v0 + u) * 16;
+    e.store(acc[u], laneMask(a.oc - o), a.scales + o, a.bias + o, out + o);
+  }
+}
+
+inline void groupedQ8Rows(const GroupedQ8& a, int64_t r0, int64_t r1) {
+  const std::vector<GroupedLanes> lanes = groupedLanes(a);
+  const int64_t cgq = a.cg / 4, nv = static_cast<int64_t>(lanes.size()), ocp = nv * 16;
+  const Q8EpilogueAvx512 e(a.epilogue);
+  const uint8_t* px[64];
+  int64_t tap[64];
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t img = r / a.oh, oh = r % a.oh;
+    for (int64_t ow = 0; ow < a.ow; ++ow) {
+      int nt = 0;
+      forEachTap(a, img, oh, ow, [&](int64_t at, int64_t t) {
+        px[nt] = a.x + at;
+        tap[nt++] = t;
+      });
+      int8_t* out = a.out + (r * a.ow + ow) * a.oc;
+      int64_t v0 = 0;
+      for (; v0 + 4 <= nv; v0 += 4) groupedPixel<4>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out);
+      switch (nv - v0) {
+        case 3: groupedPixel<3>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
+        case 2: groupedPixel<2>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
+        case 1: groupedPixel<1>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
+        default: break;
+      }
+    }
+  }
+}
+
+constexpr GroupedQ8Fn kGroupedQ8 = &groupedQ8Rows;
+#else
+constexpr GroupedQ8Fn kGroupedQ8 = nullptr;
+#endif
+
+}  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS
