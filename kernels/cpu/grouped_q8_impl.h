@@ -76,34 +76,32 @@ inline void groupedPixel(const GroupedQ8& a, const GroupedLanes* lanes, int64_t 
   }
 }
 
-inline void groupedQ8Rows(const GroupedQ8& a, int64_t r0, int64_t r1) {
+inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
   const std::vector<GroupedLanes> lanes = groupedLanes(a);
   const int64_t cgq = a.cg / 4, nv = static_cast<int64_t>(lanes.size()), ocp = nv * 16;
   const Q8EpilogueAvx512 e(a.epilogue);
   const uint8_t* px[64];
   int64_t tap[64];
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t img = r / a.oh, oh = r % a.oh;
-    for (int64_t ow = 0; ow < a.ow; ++ow) {
-      int nt = 0;
-      forEachTap(a, img, oh, ow, [&](int64_t at, int64_t t) {
-        px[nt] = a.x + at;
-        tap[nt++] = t;
-      });
-      int8_t* out = a.out + (r * a.ow + ow) * a.oc;
-      int64_t v0 = 0;
-      for (; v0 + 4 <= nv; v0 += 4) groupedPixel<4>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out);
-      switch (nv - v0) {
-        case 3: groupedPixel<3>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
-        case 2: groupedPixel<2>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
-        case 1: groupedPixel<1>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
-        default: break;
-      }
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t r = p / a.ow, ow = p % a.ow;
+    int nt = 0;
+    forEachTap(a, r / a.oh, r % a.oh, ow, [&](int64_t at, int64_t t) {
+      px[nt] = a.x + at;
+      tap[nt++] = t;
+    });
+    int8_t* out = a.out + p * a.oc;
+    int64_t v0 = 0;
+    for (; v0 + 4 <= nv; v0 += 4) groupedPixel<4>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out);
+    switch (nv - v0) {
+      case 3: groupedPixel<3>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
+      case 2: groupedPixel<2>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
+      case 1: groupedPixel<1>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
+      default: break;
     }
   }
 }
 
-constexpr GroupedQ8Fn kGroupedQ8 = &groupedQ8Rows;
+constexpr GroupedQ8Fn kGroupedQ8 = &groupedQ8Pixels;
 #else
 constexpr GroupedQ8Fn kGroupedQ8 = nullptr;
 #endif

@@ -101,8 +101,8 @@ struct GroupedQ8 : ConvPixels {
   Q8Epilogue epilogue{};
   int8_t* out = nullptr;
 };
-/// Output rows [r0, r1) (r = image * oh + output row).
-using GroupedQ8Fn = void (*)(const GroupedQ8& a, int64_t r0, int64_t r1);
+/// Output pixels [p0, p1) (p = (image * oh + output row) * ow + output column).
+using GroupedQ8Fn = void (*)(const GroupedQ8& a, int64_t p0, int64_t p1);
 
 struct LinearKernels {
   Isa isa;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/channels_last_bytes.h"
 #include "kernels/cpu/linear_panels.h"
 #include "kernels/linear_static.h"
 #include "kernels/linear_weight_only_args.h"
@@ -225,7 +226,8 @@ void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int3
   a.bias = b.const_data_ptr<float>();
   a.epilogue = e;
   a.out = out;
-  at::parallel_for(0, g.n * g.oh, 1, [&](int64_t r0, int64_t r1) { fn(a, r0, r1); });
+  // By pixels, not rows: the deep layers have 7-14 rows, uneven over the threads.
+  at::parallel_for(0, g.n * g.oh * g.ow, 8, [&](int64_t p0, int64_t p1) { fn(a, p0, p1); });
 }
 
 at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
@@ -242,13 +244,13 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   const int64_t rows = g.n * g.oh * g.ow, k = g.k(), xs = roundUp(k, packChunk(8)) + 64;
   if (groups > 1 && g.cg() == 1) {
     // Channels last (no copy for a channels-last input), signed codes.
-    const at::Tensor x = input.permute({0, 2, 3, 1}).contiguous();
+    const at::Tensor x = cpu::channelsLastBytes(input, at::kChar, 0);
     depthwiseRequantize(g, x.const_data_ptr<int8_t>(), zx, packed, weight_scales, bias, epilogueOf(input_scale, q),
                         out.data_ptr<int8_t>());
-    return out.permute({0, 3, 1, 2}).contiguous();
+    return cpu::nchwFromChannelsLast(out);
   }
   // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
-  const at::Tensor x = input.permute({0, 2, 3, 1}).view(at::kByte).bitwise_xor(128).contiguous();
+  const at::Tensor x = cpu::channelsLastBytes(input, at::kByte, 0x80);
   const uint8_t* src = x.const_data_ptr<uint8_t>();
   const cpu::GroupedQ8Fn direct = cpu::linearKernels().grouped_q8;
   if (groups > 1 && direct != nullptr && groupedConvRunsDirect(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
@@ -262,7 +264,7 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
     gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, zx, input_scale, packed, weight_scales, bias, q,
                    out.data_ptr<int8_t>(), g.oc);
   }
-  return out.permute({0, 3, 1, 2}).contiguous();
+  return cpu::nchwFromChannelsLast(out);
 }
 
 }  // namespace

@@ -153,6 +153,29 @@ def test_grouped_and_depthwise_conv2d_match_fp64(shape):
                            want)
 
 
+@pytest.mark.parametrize("shape", [
+    (2, 35, 7, 9, 20, (3, 3), (1, 1), (1, 1), (1, 1), 1),  # plain: 35 channels, 63 pixels (ragged 16 x 16 tiles)
+    (1, 48, 17, 5, 48, (3, 3), (2, 1), (1, 1), (1, 1), 48),  # depthwise (signed codes)
+    (2, 64, 6, 11, 64, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # grouped, the direct kernel
+    (1, 18, 5, 6, 12, (3, 3), (1, 1), (1, 1), (1, 1), 3),  # grouped, a GEMM per group
+])
+def test_conv2d_input_layouts_give_the_same_codes(shape):
+    """x contiguous (transposed to channels last in 16 x 16 tiles, the output back the same way),
+    channels last (no transpose), and strided (ATen's copy): the same codes, the fp64 result's."""
+    n, c, h, w_, oc, ks, st, pad, dil, groups = shape
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(*shape[:-1], seed=c + oc, groups=groups)
+    packed = pack_conv(w)
+    v, want = exact(acc, sx, sw, b, so, zo, -128, 127, 1)
+    wide = torch.zeros(n, c, h, w_ + 3, dtype=torch.int8)
+    wide[..., 1:w_ + 1] = x
+    layouts = [x, x.contiguous(memory_format=torch.channels_last), wide[..., 1:w_ + 1]]
+    outs = [P.conv2d_q8(xi, sx, zx, packed, sw, b, ks, st, pad, dil, so, zo, -128, 127, groups) for xi in layouts]
+    check_codes(outs[0], v, want, zo, -128, 127)
+    assert outs[0].is_contiguous()
+    for o in outs[1:]:
+        assert torch.equal(o, outs[0])
+
+
 @pytest.mark.parametrize("threads", [1, 8])
 @pytest.mark.parametrize("shape", [
     (2, 32, 9, 9, 48, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # 16 groups of 2 in / 3 out (ResNeXt-like, tiny)
