@@ -51,7 +51,9 @@ inline std::vector<GroupedLanes> groupedLanes(const GroupedQ8& a) {
 
 // VN vectors (16 VN channels from 16 v0) of one output pixel, their sums in registers across the
 // taps (VN a constant, so the accumulators are not an array in memory).
-template <int VN>
+// kInside: every tap is inside the input, so the taps' weight sums come off once, as their total
+// (the per-tap subtraction was 1 load and 1 subtraction per tap of each vector).
+template <int VN, bool kInside>
 inline void groupedPixel(const GroupedQ8& a, const GroupedLanes* lanes, int64_t v0, int64_t cgq, int64_t ocp,
                          const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
                          int8_t* out) {
@@ -68,6 +70,12 @@ inline void groupedPixel(const GroupedQ8& a, const GroupedLanes* lanes, int64_t 
                                      _mm512_loadu_si512(wt + j * ocp * 4 + u * 64));
       }
     }
+    if (!kInside) {
+      for (int u = 0; u < VN; ++u) acc[u] = _mm512_sub_epi32(acc[u], _mm512_loadu_si512(ws + u * 16));
+    }
+  }
+  if (kInside) {
+    const int32_t* ws = a.wsum + a.kh * a.kw * ocp + v0 * 16;  // the row after the taps': their total
     for (int u = 0; u < VN; ++u) acc[u] = _mm512_sub_epi32(acc[u], _mm512_loadu_si512(ws + u * 16));
   }
   for (int u = 0; u < VN; ++u) {
@@ -76,9 +84,24 @@ inline void groupedPixel(const GroupedQ8& a, const GroupedLanes* lanes, int64_t 
   }
 }
 
+template <bool kInside>
+inline void groupedVectors(const GroupedQ8& a, const GroupedLanes* lanes, int64_t nv, int64_t cgq,
+                           const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
+                           int8_t* out) {
+  const int64_t ocp = nv * 16;
+  int64_t v0 = 0;
+  for (; v0 + 4 <= nv; v0 += 4) groupedPixel<4, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
+  switch (nv - v0) {
+    case 3: groupedPixel<3, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out); break;
+    case 2: groupedPixel<2, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out); break;
+    case 1: groupedPixel<1, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out); break;
+    default: break;
+  }
+}
+
 inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
   const std::vector<GroupedLanes> lanes = groupedLanes(a);
-  const int64_t cgq = a.cg / 4, nv = static_cast<int64_t>(lanes.size()), ocp = nv * 16;
+  const int64_t cgq = a.cg / 4, nv = static_cast<int64_t>(lanes.size());
   const Q8EpilogueAvx512 e(a.epilogue);
   const uint8_t* px[64];
   int64_t tap[64];
@@ -90,13 +113,10 @@ inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
       tap[nt++] = t;
     });
     int8_t* out = a.out + p * a.oc;
-    int64_t v0 = 0;
-    for (; v0 + 4 <= nv; v0 += 4) groupedPixel<4>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out);
-    switch (nv - v0) {
-      case 3: groupedPixel<3>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
-      case 2: groupedPixel<2>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
-      case 1: groupedPixel<1>(a, lanes.data(), v0, cgq, ocp, px, tap, nt, e, out); break;
-      default: break;
+    if (nt == a.kh * a.kw) {
+      groupedVectors<true>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
+    } else {
+      groupedVectors<false>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
     }
   }
 }

@@ -90,7 +90,7 @@ using DepthwiseQ8Fn = void (*)(const DepthwiseQ8& a, int64_t r0, int64_t r1, int
 /// [g cg, g cg + cg) of group g = o / ocg. Weights tap-major in `vpdpbusd` order, [kh * kw][cg / 4]
 /// [ocp][4] int8 (ocp = oc rounded up to 16, zero past oc), and per tap wsum[t * ocp + o] =
 /// (zx + 128) * sum_c w[o, t, c], so that sum (u - zx - 128) w = sum u w - wsum over the taps
-/// inside the input. Output codes [n, oh, ow, oc], requantized as DepthwiseQ8's.
+/// inside the input; row kh * kw of wsum holds the total over all taps. Output codes [n, oh, ow, oc], requantized as DepthwiseQ8's.
 struct GroupedQ8 : ConvPixels {
   const uint8_t* x = nullptr;
   int64_t cg = 0, ocg = 0;

@@ -190,7 +190,7 @@ void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int3
   // Straight from the packed bytes ("n4k16": row o's bytes k..k+3 are 4 contiguous bytes of its
   // block, k a multiple of 4), one pass over the weight.
   at::Tensor wq = at::zeros({taps, cgq, ocp, 4}, packed.options());
-  at::Tensor wsum = at::zeros({taps, ocp}, packed.options().dtype(at::kInt));
+  at::Tensor wsum = at::zeros({taps + 1, ocp}, packed.options().dtype(at::kInt));  // and their total
   const at::Tensor pc = packed.contiguous();
   const auto* wsrc = reinterpret_cast<const uint8_t*>(pc.const_data_ptr<int8_t>());
   auto* dq = reinterpret_cast<uint32_t*>(wq.data_ptr<int8_t>());
@@ -210,7 +210,10 @@ void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int3
             for (int i = 0; i < 4; ++i) sum[o - o0] += static_cast<int8_t>(v >> (8 * i));
           }
         }
-        for (int64_t o = o0; o < o1; ++o) ds[t * ocp + o] = sum[o - o0] * (zx + 128);
+        for (int64_t o = o0; o < o1; ++o) {
+          ds[t * ocp + o] = sum[o - o0] * (zx + 128);
+          ds[taps * ocp + o] += ds[t * ocp + o];
+        }
       }
     }
   });
