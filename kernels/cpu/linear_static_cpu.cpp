@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/channels_last_bytes.h"
+#include "kernels/cpu/grouped_q8_weights.h"
 #include "kernels/cpu/linear_panels.h"
 #include "kernels/linear_static.h"
 #include "kernels/linear_weight_only_args.h"
@@ -187,36 +188,11 @@ void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int3
                              const cpu::Q8Epilogue& e, cpu::GroupedQ8Fn fn, int8_t* out) {
   const int64_t taps = g.kh * g.kw, cgq = g.cg() / 4, ocp = roundUp(g.oc, 16);
   const int64_t chunk = packChunk(8), block_bytes = kPackRows * roundUp(g.k(), chunk);
-  // Straight from the packed bytes ("n4k16": row o's bytes k..k+3 are 4 contiguous bytes of its
-  // block, k a multiple of 4), one pass over the weight.
   at::Tensor wq = at::zeros({taps, cgq, ocp, 4}, packed.options());
   at::Tensor wsum = at::zeros({taps + 1, ocp}, packed.options().dtype(at::kInt));  // and their total
   const at::Tensor pc = packed.contiguous();
-  const auto* wsrc = reinterpret_cast<const uint8_t*>(pc.const_data_ptr<int8_t>());
-  auto* dq = reinterpret_cast<uint32_t*>(wq.data_ptr<int8_t>());
-  int32_t* ds = wsum.data_ptr<int32_t>();
-  // 16 rows (4 packed blocks) at a time, so that both the reads and the writes stay in few lines.
-  at::parallel_for(0, ocp / 16, 1, [&](int64_t v0, int64_t v1) {
-    for (int64_t o0 = v0 * 16; o0 < std::min(v1 * 16, g.oc); o0 += 16) {
-      const int64_t o1 = std::min(o0 + 16, g.oc);
-      for (int64_t t = 0; t < taps; ++t) {
-        int32_t sum[16] = {};
-        for (int64_t j = 0; j < cgq; ++j) {
-          const int64_t k = (t * cgq + j) * 4, at = (k / chunk) * kPackRows * chunk + k % chunk;
-          for (int64_t o = o0; o < o1; ++o) {
-            uint32_t v;
-            std::memcpy(&v, wsrc + (o / kPackRows) * block_bytes + (o % kPackRows) * chunk + at, 4);
-            dq[(t * cgq + j) * ocp + o] = v;
-            for (int i = 0; i < 4; ++i) sum[o - o0] += static_cast<int8_t>(v >> (8 * i));
-          }
-        }
-        for (int64_t o = o0; o < o1; ++o) {
-          ds[t * ocp + o] = sum[o - o0] * (zx + 128);
-          ds[taps * ocp + o] += ds[t * ocp + o];
-        }
-      }
-    }
-  });
+  cpu::groupedQ8Weights(reinterpret_cast<const uint8_t*>(pc.const_data_ptr<int8_t>()), block_bytes, g.oc, taps, cgq,
+                        ocp, zx + 128, reinterpret_cast<uint32_t*>(wq.data_ptr<int8_t>()), wsum.data_ptr<int32_t>());
   const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
   const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::zeros({g.oc}, s.options());
   cpu::GroupedQ8 a;
