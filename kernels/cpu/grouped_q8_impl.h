@@ -84,6 +84,51 @@ inline void groupedPixel(const GroupedQ8& a, const GroupedLanes* lanes, int64_t 
   }
 }
 
+// Two neighbouring output pixels of a row, all taps of both inside the input (the second's taps
+// are the first's moved sw pixels): each weight vector, loaded once, serves both. With 16-32
+// channels a group a layer's weight (295 KB at 1024 channels) outgrows the L1 and every pixel
+// streamed it from the L2; with 4 a group it halves the weight loads. 1.04-1.10x on ResNeXt's
+// layers (Zen 5 VM, 2 threads).
+template <int VN>
+inline void groupedPixelPair(const GroupedQ8& a, const GroupedLanes* lanes, int64_t v0, int64_t cgq, int64_t ocp,
+                             const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
+                             int8_t* out) {
+  const int64_t step = a.sw * a.c;
+  __m512i acc0[VN], acc1[VN];
+  for (int u = 0; u < VN; ++u) acc0[u] = acc1[u] = _mm512_setzero_si512();
+  for (int t = 0; t < nt; ++t) {
+    const int8_t* wt = a.wq + tap[t] * cgq * ocp * 4 + v0 * 64;
+    __m512i x0[VN], x1[VN];
+    for (int u = 0; u < VN; ++u) {
+      x0[u] = _mm512_maskz_loadu_epi8(lanes[v0 + u].load, px[t] + lanes[v0 + u].base);
+      x1[u] = _mm512_maskz_loadu_epi8(lanes[v0 + u].load, px[t] + step + lanes[v0 + u].base);
+    }
+    for (int64_t j = 0; j < cgq; ++j) {
+      for (int u = 0; u < VN; ++u) {
+        const __m512i w = _mm512_loadu_si512(wt + j * ocp * 4 + u * 64), idx = lanes[v0 + u].idx[j];
+        acc0[u] = _mm512_dpbusd_epi32(acc0[u], _mm512_permutexvar_epi32(idx, x0[u]), w);
+        acc1[u] = _mm512_dpbusd_epi32(acc1[u], _mm512_permutexvar_epi32(idx, x1[u]), w);
+      }
+    }
+  }
+  const int32_t* ws = a.wsum + a.kh * a.kw * ocp + v0 * 16;
+  for (int u = 0; u < VN; ++u) {
+    const int64_t o = (v0 + u) * 16;
+    const __m512i total = _mm512_loadu_si512(ws + u * 16);
+    e.store(_mm512_sub_epi32(acc0[u], total), laneMask(a.oc - o), a.scales + o, a.bias + o, out + o);
+    e.store(_mm512_sub_epi32(acc1[u], total), laneMask(a.oc - o), a.scales + o, a.bias + o, out + a.oc + o);
+  }
+}
+
+inline void groupedPairVectors(const GroupedQ8& a, const GroupedLanes* lanes, int64_t nv, int64_t cgq,
+                               const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
+                               int8_t* out) {
+  const int64_t ocp = nv * 16;
+  int64_t v0 = 0;
+  for (; v0 + 2 <= nv; v0 += 2) groupedPixelPair<2>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
+  if (v0 < nv) groupedPixelPair<1>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
+}
+
 template <bool kInside>
 inline void groupedVectors(const GroupedQ8& a, const GroupedLanes* lanes, int64_t nv, int64_t cgq,
                            const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
@@ -105,6 +150,7 @@ inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
   const Q8EpilogueAvx512 e(a.epilogue);
   const uint8_t* px[64];
   int64_t tap[64];
+  const int64_t taps = a.kh * a.kw;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t r = p / a.ow, ow = p % a.ow;
     int nt = 0;
@@ -113,6 +159,13 @@ inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
       tap[nt++] = t;
     });
     int8_t* out = a.out + p * a.oc;
+    // The next pixel of the row is inside too when its last column of taps is.
+    if (nt == taps && p + 1 < p1 && ow + 1 < a.ow &&
+        (ow + 1) * a.sw - a.pw + (a.kw - 1) * a.dw < a.w) {
+      groupedPairVectors(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
+      ++p;
+      continue;
+    }
     if (nt == a.kh * a.kw) {
       groupedVectors<true>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
     } else {
