@@ -119,7 +119,7 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   site.stride = *st, site.padding = *pad, site.dilation = *dil;
   site.groups = a.size() > 6 ? a[6].as<int64_t>() : 1;
   // Grouped convolutions with several input channels per group lower where the CPU's direct
-  // kernel takes them (1.25-7.9x the chain on ResNeXt-style 3x3 layers, 2-core Zen 5 VM); the
+  // kernel takes them (2.3-15.9x the chain on ResNeXt-style 3x3 layers, 2-core Zen 5 VM); the
   // others stay q/dq: conv2d_q8 runs those group by group, as slow as the chain or slower.
   if (site.groups != 1 && w->size(1) != 1 &&
       !groupedConvRunsDirect(w->size(1), w->size(0) / site.groups, w->size(0), w->size(2) * w->size(3))) {
