@@ -182,7 +182,7 @@ void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pa
 }
 
 // Grouped with 4-32 channels per group where the ISA has the direct kernel (grouped_q8_impl.h):
-// the weight in its tap-major lane order and its per-tap sums, then output rows in parallel.
+// the weight in its tap-major lane order and its per-tap sums, then output pixels in parallel.
 void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int32_t zx, const at::Tensor& packed,
                              const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                              const cpu::Q8Epilogue& e, cpu::GroupedQ8Fn fn, int8_t* out) {
