@@ -158,6 +158,9 @@ def test_grouped_and_depthwise_conv2d_match_fp64(shape):
     (1, 48, 17, 5, 48, (3, 3), (2, 1), (1, 1), (1, 1), 48),  # depthwise (signed codes)
     (2, 64, 6, 11, 64, (3, 3), (1, 1), (1, 1), (1, 1), 16),  # grouped, the direct kernel
     (1, 18, 5, 6, 12, (3, 3), (1, 1), (1, 1), (1, 1), 3),  # grouped, a GEMM per group
+    # few channels, many pixels: the input transposed in spans of 256 pixels (ragged rows and spans)
+    (1, 20, 19, 19, 20, (3, 3), (1, 1), (1, 1), (1, 1), 20),  # depthwise
+    (2, 24, 17, 18, 8, (3, 3), (1, 1), (1, 1), (1, 1), 1),  # plain
 ])
 def test_conv2d_input_layouts_give_the_same_codes(shape):
     """x contiguous (transposed to channels last in 16 x 16 tiles, the output back the same way),
