@@ -49,99 +49,67 @@ inline std::vector<GroupedLanes> groupedLanes(const GroupedQ8& a) {
   return lanes;
 }
 
-// VN vectors (16 VN channels from 16 v0) of one output pixel, their sums in registers across the
-// taps (VN a constant, so the accumulators are not an array in memory).
+// VN vectors (16 VN channels from 16 v0) of P neighbouring output pixels of a row, their sums in
+// registers across the taps (VN and P constants, so the accumulators are not an array in memory).
 // kInside: every tap is inside the input, so the taps' weight sums come off once, as their total
 // (the per-tap subtraction was 1 load and 1 subtraction per tap of each vector).
-template <int VN, bool kInside>
-inline void groupedPixel(const GroupedQ8& a, const GroupedLanes* lanes, int64_t v0, int64_t cgq, int64_t ocp,
-                         const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
-                         int8_t* out) {
-  __m512i acc[VN];
-  for (int u = 0; u < VN; ++u) acc[u] = _mm512_setzero_si512();
-  for (int t = 0; t < nt; ++t) {
-    const int8_t* wt = a.wq + tap[t] * cgq * ocp * 4 + v0 * 64;
-    const int32_t* ws = a.wsum + tap[t] * ocp + v0 * 16;
-    __m512i xu[VN];
-    for (int u = 0; u < VN; ++u) xu[u] = _mm512_maskz_loadu_epi8(lanes[v0 + u].load, px[t] + lanes[v0 + u].base);
-    for (int64_t j = 0; j < cgq; ++j) {
-      for (int u = 0; u < VN; ++u) {
-        acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_permutexvar_epi32(lanes[v0 + u].idx[j], xu[u]),
-                                     _mm512_loadu_si512(wt + j * ocp * 4 + u * 64));
-      }
-    }
-    if (!kInside) {
-      for (int u = 0; u < VN; ++u) acc[u] = _mm512_sub_epi32(acc[u], _mm512_loadu_si512(ws + u * 16));
-    }
-  }
-  if (kInside) {
-    const int32_t* ws = a.wsum + a.kh * a.kw * ocp + v0 * 16;  // the row after the taps': their total
-    for (int u = 0; u < VN; ++u) acc[u] = _mm512_sub_epi32(acc[u], _mm512_loadu_si512(ws + u * 16));
-  }
-  for (int u = 0; u < VN; ++u) {
-    const int64_t o = (v0 + u) * 16;
-    e.store(acc[u], laneMask(a.oc - o), a.scales + o, a.bias + o, out + o);
-  }
-}
-
-// Two neighbouring output pixels of a row, all taps of both inside the input (the second's taps
-// are the first's moved sw pixels): each weight vector, loaded once, serves both. With 16-32
-// channels a group a layer's weight (295 KB at 1024 channels) outgrows the L1 and every pixel
-// streamed it from the L2; with 4 a group it halves the weight loads. 1.04-1.10x on ResNeXt's
-// layers (Zen 5 VM, 2 threads).
-template <int VN>
-inline void groupedPixelPair(const GroupedQ8& a, const GroupedLanes* lanes, int64_t v0, int64_t cgq, int64_t ocp,
-                             const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
-                             int8_t* out) {
+// P = 2 (inside only; pixel p's taps are the first's moved p sw pixels): each weight vector, loaded
+// once, serves both. With 16-32 channels a group a layer's weight (295 KB at 1024 channels)
+// outgrows the L1 and every pixel streamed it from the L2; with 4 a group it halves the weight
+// loads. 1.04-1.10x on ResNeXt's layers (Zen 5 VM, 2 threads).
+template <int VN, int P, bool kInside>
+inline void groupedPixels(const GroupedQ8& a, const GroupedLanes* lanes, int64_t v0, int64_t cgq, int64_t ocp,
+                          const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
+                          int8_t* out) {
+  static_assert(P == 1 || kInside, "pixels share their taps only when all are inside");
   const int64_t step = a.sw * a.c;
-  __m512i acc0[VN], acc1[VN];
-  for (int u = 0; u < VN; ++u) acc0[u] = acc1[u] = _mm512_setzero_si512();
+  __m512i acc[P][VN];
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm512_setzero_si512();
+  }
   for (int t = 0; t < nt; ++t) {
     const int8_t* wt = a.wq + tap[t] * cgq * ocp * 4 + v0 * 64;
-    __m512i x0[VN], x1[VN];
-    for (int u = 0; u < VN; ++u) {
-      x0[u] = _mm512_maskz_loadu_epi8(lanes[v0 + u].load, px[t] + lanes[v0 + u].base);
-      x1[u] = _mm512_maskz_loadu_epi8(lanes[v0 + u].load, px[t] + step + lanes[v0 + u].base);
+    __m512i x[P][VN];
+    for (int p = 0; p < P; ++p) {
+      for (int u = 0; u < VN; ++u) {
+        x[p][u] = _mm512_maskz_loadu_epi8(lanes[v0 + u].load, px[t] + p * step + lanes[v0 + u].base);
+      }
     }
     for (int64_t j = 0; j < cgq; ++j) {
       for (int u = 0; u < VN; ++u) {
         const __m512i w = _mm512_loadu_si512(wt + j * ocp * 4 + u * 64), idx = lanes[v0 + u].idx[j];
-        acc0[u] = _mm512_dpbusd_epi32(acc0[u], _mm512_permutexvar_epi32(idx, x0[u]), w);
-        acc1[u] = _mm512_dpbusd_epi32(acc1[u], _mm512_permutexvar_epi32(idx, x1[u]), w);
+        for (int p = 0; p < P; ++p) acc[p][u] = _mm512_dpbusd_epi32(acc[p][u], _mm512_permutexvar_epi32(idx, x[p][u]), w);
       }
     }
+    if (!kInside) {
+      const int32_t* ws = a.wsum + tap[t] * ocp + v0 * 16;
+      for (int u = 0; u < VN; ++u) acc[0][u] = _mm512_sub_epi32(acc[0][u], _mm512_loadu_si512(ws + u * 16));
+    }
   }
-  const int32_t* ws = a.wsum + a.kh * a.kw * ocp + v0 * 16;
+  const int32_t* total = a.wsum + a.kh * a.kw * ocp + v0 * 16;  // the row after the taps': their total
   for (int u = 0; u < VN; ++u) {
     const int64_t o = (v0 + u) * 16;
-    const __m512i total = _mm512_loadu_si512(ws + u * 16);
-    e.store(_mm512_sub_epi32(acc0[u], total), laneMask(a.oc - o), a.scales + o, a.bias + o, out + o);
-    e.store(_mm512_sub_epi32(acc1[u], total), laneMask(a.oc - o), a.scales + o, a.bias + o, out + a.oc + o);
+    const __m512i sub = kInside ? _mm512_loadu_si512(total + u * 16) : _mm512_setzero_si512();
+    for (int p = 0; p < P; ++p) {
+      e.store(_mm512_sub_epi32(acc[p][u], sub), laneMask(a.oc - o), a.scales + o, a.bias + o, out + p * a.oc + o);
+    }
   }
 }
 
-inline void groupedPairVectors(const GroupedQ8& a, const GroupedLanes* lanes, int64_t nv, int64_t cgq,
-                               const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
-                               int8_t* out) {
-  const int64_t ocp = nv * 16;
-  int64_t v0 = 0;
-  for (; v0 + 2 <= nv; v0 += 2) groupedPixelPair<2>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
-  if (v0 < nv) groupedPixelPair<1>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
-}
-
-template <bool kInside>
+// Every vector of P pixels: 4 at a time for one pixel, 2 for two (the registers of 8 sums).
+template <int P, bool kInside>
 inline void groupedVectors(const GroupedQ8& a, const GroupedLanes* lanes, int64_t nv, int64_t cgq,
                            const uint8_t* const* px, const int64_t* tap, int nt, const Q8EpilogueAvx512& e,
                            int8_t* out) {
+  constexpr int kVN = P == 1 ? 4 : 2;
   const int64_t ocp = nv * 16;
   int64_t v0 = 0;
-  for (; v0 + 4 <= nv; v0 += 4) groupedPixel<4, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
-  switch (nv - v0) {
-    case 3: groupedPixel<3, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out); break;
-    case 2: groupedPixel<2, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out); break;
-    case 1: groupedPixel<1, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out); break;
-    default: break;
+  for (; v0 + kVN <= nv; v0 += kVN) groupedPixels<kVN, P, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
+  if constexpr (kVN == 4) {
+    if (nv - v0 == 3) return groupedPixels<3, P, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
+    if (nv - v0 == 2) return groupedPixels<2, P, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
   }
+  if (nv - v0 == 1) groupedPixels<1, P, kInside>(a, lanes, v0, cgq, ocp, px, tap, nt, e, out);
 }
 
 inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
@@ -160,16 +128,13 @@ inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
     });
     int8_t* out = a.out + p * a.oc;
     // The next pixel of the row is inside too when its last column of taps is.
-    if (nt == taps && p + 1 < p1 && ow + 1 < a.ow &&
-        (ow + 1) * a.sw - a.pw + (a.kw - 1) * a.dw < a.w) {
-      groupedPairVectors(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
+    if (nt == taps && p + 1 < p1 && ow + 1 < a.ow && (ow + 1) * a.sw - a.pw + (a.kw - 1) * a.dw < a.w) {
+      groupedVectors<2, true>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
       ++p;
-      continue;
-    }
-    if (nt == a.kh * a.kw) {
-      groupedVectors<true>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
+    } else if (nt == taps) {
+      groupedVectors<1, true>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
     } else {
-      groupedVectors<false>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
+      groupedVectors<1, false>(a, lanes.data(), nv, cgq, px, tap, nt, e, out);
     }
   }
 }
