@@ -28,6 +28,8 @@ struct BV {  // 64 bytes: 4 rows x 16 bytes, or one 16-byte x slice in every 128
   __m512i v;
 };
 inline BV loadBytes(const void* p) { return {_mm512_loadu_si512(p)}; }
+inline void storeBytes(BV b, void* p) { _mm512_storeu_si512(p, b.v); }
+inline BV onesBytes() { return {_mm512_set1_epi8(1)}; }
 inline BV broadcastX(const uint8_t* p) {
   return {_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
 }
@@ -76,8 +78,85 @@ inline void rowSums(V t, float* out) {
   _mm512_store_ps(l, t.v);
   for (int r = 0; r < 4; ++r) out[r] = (l[4 * r] + l[4 * r + 1]) + (l[4 * r + 2] + l[4 * r + 3]);
 }
+#elif defined(PT2Q_VEC_AVX2)
+// Two 256-bit halves: rows 0-1 and rows 2-3 of a chunk. AVX2 has no u8 x s8 dot into int32 that
+// cannot saturate (`vpmaddubsw` sums a pair into int16: 2 x 255 x 127 overflows), so int8 weights
+// widen to int16 and go through `vpmaddwd`. A lane then sums bytes {2j, 2j+1, 2j+8, 2j+9} of its
+// row rather than VNNI's 4j..4j+3: only a row's total is ever read (fmaRows, rowSums), and the
+// weight sums come from the same dot, so the lanes need not match the other tables'. The plain
+// loops this replaces were not vectorized: linear_q8 at 64 x 4096 x 4096 took 151 ms, 12x fp32
+// F.linear (Zen 5 VM, 2 threads).
+struct IV {
+  __m256i a, b;
+  static IV zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+  static IV load(const int32_t* p) {
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8))};
+  }
+  void store(int32_t* p) const {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), a);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 8), b);
+  }
+};
+struct BV {  // bytes 0-31 and 32-63
+  __m256i a, b;
+};
+inline BV loadBytes(const void* p) {
+  const auto* q = static_cast<const __m256i*>(p);
+  return {_mm256_loadu_si256(q), _mm256_loadu_si256(q + 1)};
+}
+inline void storeBytes(BV b, void* p) {
+  auto* q = static_cast<__m256i*>(p);
+  _mm256_storeu_si256(q, b.a);
+  _mm256_storeu_si256(q + 1, b.b);
+}
+inline BV onesBytes() { return {_mm256_set1_epi8(1), _mm256_set1_epi8(1)}; }
+inline BV broadcastX(const uint8_t* p) {
+  const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return {x, x};
+}
+inline void splitNibbles(BV b, BV& lo, BV& hi) {
+  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+  lo = {_mm256_sub_epi8(_mm256_and_si256(b.a, mask), eight), _mm256_sub_epi8(_mm256_and_si256(b.b, mask), eight)};
+  hi = {_mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(b.a, 4), mask), eight),
+        _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(b.b, 4), mask), eight)};
+}
+inline __m256i dotHalf(__m256i acc, __m256i xu, __m256i w) {
+  const __m256i zero = _mm256_setzero_si256(), sign = _mm256_cmpgt_epi8(zero, w);
+  const __m256i lo = _mm256_madd_epi16(_mm256_unpacklo_epi8(xu, zero), _mm256_unpacklo_epi8(w, sign));
+  const __m256i hi = _mm256_madd_epi16(_mm256_unpackhi_epi8(xu, zero), _mm256_unpackhi_epi8(w, sign));
+  return _mm256_add_epi32(acc, _mm256_add_epi32(lo, hi));
+}
+inline IV dot(IV acc, BV xu, BV w) { return {dotHalf(acc.a, xu.a, w.a), dotHalf(acc.b, xu.b, w.b)}; }
+// Weights of magnitude <= 8 (int4 codes): a pair sums to at most 2 x 255 x 8 in int16, so
+// `vpmaddubsw` is exact, and lanes take VNNI's order.
+inline __m256i dotNarrowHalf(__m256i acc, __m256i xu, __m256i w) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(xu, w), _mm256_set1_epi16(1)));
+}
+inline IV dotNarrow(IV acc, BV xu, BV w) { return {dotNarrowHalf(acc.a, xu.a, w.a), dotNarrowHalf(acc.b, xu.b, w.b)}; }
+inline void dotInto(IV& acc, BV xu, BV w) { acc = dot(acc, xu, w); }
+inline IV subMul(IV acc, IV sums, int32_t z) {
+  const __m256i vz = _mm256_set1_epi32(z);
+  return {_mm256_sub_epi32(acc.a, _mm256_mullo_epi32(sums.a, vz)), _mm256_sub_epi32(acc.b, _mm256_mullo_epi32(sums.b, vz))};
+}
+struct V16 {
+  __m256 a, b;
+};
+// tot + float(a) * (scale of row r in lanes 4r..4r+3), the 4 row scales at s.
+inline V16 fmaRows(IV a, const float* s, V16 tot) {
+  const __m256 s4 = _mm256_castps128_ps256(_mm_loadu_ps(s));
+  const __m256 sa = _mm256_permutevar8x32_ps(s4, _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0));
+  const __m256 sb = _mm256_permutevar8x32_ps(s4, _mm256_set_epi32(3, 3, 3, 3, 2, 2, 2, 2));
+  return {_mm256_fmadd_ps(_mm256_cvtepi32_ps(a.a), sa, tot.a), _mm256_fmadd_ps(_mm256_cvtepi32_ps(a.b), sb, tot.b)};
+}
+inline void rowSums(V16 t, float* out) {
+  alignas(32) float l[16];
+  _mm256_store_ps(l, t.a);
+  _mm256_store_ps(l + 8, t.b);
+  for (int r = 0; r < 4; ++r) out[r] = (l[4 * r] + l[4 * r + 1]) + (l[4 * r + 2] + l[4 * r + 3]);
+}
 #else
-// Portable (also the AVX2 table, whose compiler vectorizes these loops): plain int32 lanes.
+// Portable: plain int32 lanes.
 struct IV {
   int32_t v[16];
   static IV zero() { return {}; }
@@ -94,6 +173,12 @@ struct BV {
 inline BV loadBytes(const void* p) {
   BV r;
   std::memcpy(r.b, p, 64);
+  return r;
+}
+inline void storeBytes(BV b, void* p) { std::memcpy(p, b.b, 64); }
+inline BV onesBytes() {
+  BV r;
+  std::memset(r.b, 1, 64);
   return r;
 }
 inline BV broadcastX(const uint8_t* p) {
@@ -137,6 +222,9 @@ inline void rowSums(V16 t, float* out) {
 #if defined(PT2Q_VEC_AVX512)
 using FV = V;
 inline FV fzero() { return V::zero(); }
+#elif defined(PT2Q_VEC_AVX2)
+using FV = V16;
+inline FV fzero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
 #else
 using FV = V16;
 inline FV fzero() { return {}; }
@@ -144,11 +232,13 @@ inline FV fzero() { return {}; }
 
 // ---- weights: signed bytes of one chunk of one block --------------------------------------------
 struct WI8 {
+  static constexpr bool kNarrow = false;  // |code| <= 8 (dotNarrow is exact)
   static constexpr int kParts = 1;  // 64-byte weight vectors per chunk
   static constexpr int64_t kChunkK = 16;
   static void decode(const int8_t* c, BV* out) { out[0] = loadBytes(c); }
 };
 struct WI4 {
+  static constexpr bool kNarrow = true;
   static constexpr int kParts = 2;  // low nibbles: k = 32c + l; high: k = 32c + 16 + l
   static constexpr int64_t kChunkK = 32;
   static void decode(const int8_t* c, BV* out) { splitNibbles(loadBytes(c), out[0], out[1]); }
@@ -204,13 +294,8 @@ inline void expandInt4(const int8_t* w, int64_t blocks, int64_t chunks, int8_t* 
   for (int64_t i = 0; i < blocks * chunks; ++i) {
     BV parts[2];
     WI4::decode(w + i * kChunkBytes, parts);
-#if defined(PT2Q_VEC_AVX512)
-    _mm512_storeu_si512(out + 2 * i * kChunkBytes, parts[0].v);
-    _mm512_storeu_si512(out + (2 * i + 1) * kChunkBytes, parts[1].v);
-#else
-    std::memcpy(out + 2 * i * kChunkBytes, parts[0].b, kChunkBytes);
-    std::memcpy(out + (2 * i + 1) * kChunkBytes, parts[1].b, kChunkBytes);
-#endif
+    storeBytes(parts[0], out + 2 * i * kChunkBytes);
+    storeBytes(parts[1], out + (2 * i + 1) * kChunkBytes);
   }
 }
 
@@ -218,13 +303,7 @@ inline void expandInt4(const int8_t* w, int64_t blocks, int64_t chunks, int8_t* 
 template <class W>
 void weightSums(const int8_t* w, int64_t blocks, int64_t chunks, int64_t group_chunks, int32_t* sums) {
   const int64_t groups = (chunks + group_chunks - 1) / group_chunks;
-  BV ones;
-  std::memset(&ones, 0, sizeof(ones));
-#if defined(PT2Q_VEC_AVX512)
-  ones.v = _mm512_set1_epi8(1);
-#else
-  std::memset(ones.b, 1, 64);
-#endif
+  const BV ones = onesBytes();
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* wb = w + b * chunks * kChunkBytes;
     for (int64_t g = 0; g < groups; ++g) {
@@ -256,7 +335,15 @@ inline void chunkRange(const int8_t* w, int64_t chunks, int64_t c0, int64_t c1, 
     for (int m = 0; m < MX; ++m) {
       for (int p = 0; p < W::kParts; ++p) {
         const BV xv = broadcastX(xu + m * xu_stride + c * W::kChunkK + p * kRowBytes);
-        for (int b = 0; b < NB; ++b) dotInto(acc[m][b], xv, wv[b][p]);
+        for (int b = 0; b < NB; ++b) {
+#if defined(PT2Q_VEC_AVX2)
+          if constexpr (W::kNarrow) {
+            acc[m][b] = dotNarrow(acc[m][b], xv, wv[b][p]);
+            continue;
+          }
+#endif
+          dotInto(acc[m][b], xv, wv[b][p]);
+        }
       }
     }
   }
@@ -286,8 +373,19 @@ void dotTile(const int8_t* w, int64_t chunks, int64_t group_chunks, const uint8_
   }
 }
 
-constexpr int kTileRows = 4;    // x rows per tile
-constexpr int kTileBlocks = 4;  // weight blocks per tile
+constexpr int kTileRows = 4;  // x rows per tile
+// Weight blocks per tile. AVX2 has 16 vector registers and an accumulator takes two, so 4 x 4
+// tiles spill: linear_q8 4096 x 4096 on the Zen 5 VM under PT2Q_CPU_ISA=avx2, 4 rows x 2 blocks
+// ran 1.06x 4 x 4 and 1.03-1.04x 4 x 1 at 64 and 256 rows; a lone row took 1.28x as long with 2
+// blocks as with 1.
+template <int MX>
+constexpr int tileBlocks() {
+#if defined(PT2Q_VEC_AVX2)
+  return MX == kTileRows ? 2 : 1;
+#else
+  return 4;
+#endif
+}
 
 template <int MX, class W>
 void dotRowTile(const int8_t* w, int64_t blocks, int64_t chunks, int64_t group_chunks, const uint8_t* xu,
@@ -295,6 +393,7 @@ void dotRowTile(const int8_t* w, int64_t blocks, int64_t chunks, int64_t group_c
                 int64_t out_stride) {
   const int64_t groups = (chunks + group_chunks - 1) / group_chunks;
   int64_t b = 0;
+  constexpr int kTileBlocks = tileBlocks<MX>();
   for (; b + kTileBlocks <= blocks; b += kTileBlocks) {
     dotTile<MX, kTileBlocks, W>(w + b * chunks * kChunkBytes, chunks, group_chunks, xu, xu_stride, zx,
                                 scales4 + b * groups * 4, sums + b * groups * 16, out + b * kRows, out_stride);
