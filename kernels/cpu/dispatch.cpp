@@ -114,6 +114,15 @@ const LinearKernels& linearKernels() {
   return *chosen;
 }
 
+bool nativeBf16Gemm() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool native = affineKernels().isa == Isa::kAvx512 && bf16Allowed() && cpuHasBf16();
+  return native;
+#else
+  return false;
+#endif
+}
+
 const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
 #if defined(__x86_64__) || defined(_M_X64)
   static const LinearW4Bf16Kernels* chosen =

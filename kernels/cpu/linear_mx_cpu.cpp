@@ -22,6 +22,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "kernels/cpu/linear_microkernels.h"
 #include "kernels/cpu/linear_mx_microkernels.h"
 #include "kernels/linear_mx.h"
 #include "kernels/linear_weight_only_args.h"
@@ -134,9 +135,10 @@ struct MxWeight {
 
 // bf16 x: every MX weight value of at most 8 significant bits is a bf16 exactly, so ATen's bf16
 // GEMM (fp32 accumulation, one rounding to bf16: what this op returns for bf16 x) gives the fp32
-// path's result at bf16 speed; a bf16 bias joins before that rounding.
+// path's result at bf16 speed; a bf16 bias joins before that rounding. Only where that GEMM is
+// native (cpu::nativeBf16Gemm): without AVX512_BF16 it is slower than the fp32 one.
 bool bf16Gemm(const at::Tensor& input, const LinearMxArgs& a, const c10::optional<at::Tensor>& bias) {
-  return input.scalar_type() == at::kBFloat16 && a.layout.bits <= 8 &&
+  return input.scalar_type() == at::kBFloat16 && a.layout.bits <= 8 && cpu::nativeBf16Gemm() &&
          (!bias.has_value() || bias->scalar_type() == at::kBFloat16);
 }
 

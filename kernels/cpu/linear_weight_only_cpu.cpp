@@ -160,10 +160,11 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
 
   const auto dequant = Bits == 4 ? cpu::linearKernels().w4_dequant : cpu::linearKernels().w8_dequant;
   const auto* w8p = reinterpret_cast<const int8_t*>(wp);
-  if (m >= kGemmRows && input.scalar_type() == at::kBFloat16) {
+  if (m >= kGemmRows && input.scalar_type() == at::kBFloat16 && cpu::nativeBf16Gemm()) {
     // bf16 activations: F.linear's numerics (weights in bf16, fp32 accumulation, one rounding of
     // the result) at the speed of its bf16 GEMM; tiles dequantize in parallel, then each GEMM
-    // uses every thread.
+    // uses every thread. Without AVX512_BF16 that GEMM is slower than the fp32 one, so bf16 x
+    // takes the fp32 path below (fp32 weights: within the same bound, one rounding at the end).
     at::Tensor y = at::empty({m, n}, input.options());
     const at::Tensor& xb = xpad;
     at::Tensor tile = at::empty({kBf16Tile, kp}, xb.options());

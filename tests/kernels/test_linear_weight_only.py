@@ -55,7 +55,8 @@ def bound(x, w, scales, zps, bias, out_dtype, ref, bits):
     terms = x.float().abs() @ (mag * s).t()
     if bias is not None:
         terms = terms + bias.abs()
-    # bf16 inputs from 64 rows on run F.linear's numerics: weights rounded to bf16 (2^-9 each)
+    # bf16 inputs from 64 rows on run F.linear's numerics where the CPU has AVX512_BF16: weights
+    # rounded to bf16 (2^-9 each); elsewhere the fp32 path, inside the same bound
     weights = 2.0 ** -8 * terms if out_dtype == torch.bfloat16 and x.shape[0] >= 64 else 0.0
     return 2 * (k + 2) * EPS32 * terms + weights + ULP[out_dtype] * ref.float().abs() * 2 + 1e-30
 
@@ -311,6 +312,7 @@ def test_errors_name_the_argument():
 
 @pytest.mark.parametrize("bits", BITS)
 def test_bf16_gemm_path_over_several_tiles(bits):
-    """bf16 inputs of 64+ rows: the bf16 GEMM path, weight tiles of 512 rows (here 2 and a part)."""
+    """bf16 inputs of 64+ rows: the bf16 GEMM path (with AVX512_BF16), weight tiles of 512 rows
+    (here 2 and a part); isa_check runs the same rows through the fp32 path under lower caps."""
     check(*make(1100, 64, 2, True, True, torch.bfloat16, (70,), seed=3, bits=bits), bits=bits)
     check(*make(1100, 64, 0, False, False, torch.bfloat16, (70,), seed=4, bits=bits), bits=bits)
