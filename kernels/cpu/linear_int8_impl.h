@@ -46,23 +46,20 @@ inline void dotInto(IV& acc, BV xu, BV w) { acc.v = _mm512_dpbusd_epi32(acc.v, x
 #define PT2Q_DPBUSD(acc, xu, w) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(xu), "v"(w))
 #else
 // Without VNNI: widen to int16 (u8 x s8 pairs can overflow vpmaddubsw's saturating int16) and
-// vpmaddwd twice; each 32-bit lane still sums its own four bytes.
+// vpmaddwd twice. A lane then sums bytes {2j, 2j+1, 2j+8, 2j+9} of its row instead of VNNI's
+// 4j..4j+3; only a row's total is read (fmaRows, rowSums) and the weight sums come from the same
+// dot, so the lanes are not shuffled back into VNNI's order (two shuffles a dot, dropped:
+// see the AVX2 section below).
 inline IV dot(IV acc, BV xu, BV w) {
-  const __m512i x_lo = _mm512_unpacklo_epi8(xu.v, _mm512_setzero_si512());
-  const __m512i x_hi = _mm512_unpackhi_epi8(xu.v, _mm512_setzero_si512());
+  const __m512i zero = _mm512_setzero_si512();
   const __m512i sign = _mm512_movm_epi8(_mm512_movepi8_mask(w.v));
-  const __m512i w_lo = _mm512_unpacklo_epi8(w.v, sign), w_hi = _mm512_unpackhi_epi8(w.v, sign);
-  // unpacklo/hi interleave 8-byte halves: lane j gets bytes 4j..4j+3 split over the two products
-  // as pairs (2j', 2j'+1); the sums per 32-bit lane of lo + hi cover different bytes, so add the
-  // pairwise sums back into the VNNI lane order.
-  const __m512i p_lo = _mm512_madd_epi16(x_lo, w_lo), p_hi = _mm512_madd_epi16(x_hi, w_hi);
-  // p_lo lanes (per 128-bit lane): bytes {0,1},{2,3},{4,5},{6,7}; p_hi: {8,9},...,{14,15}.
-  // VNNI lane j = bytes 4j..4j+3 = pairs 2j and 2j+1.
-  const __m512i even = _mm512_castps_si512(
-      _mm512_shuffle_ps(_mm512_castsi512_ps(p_lo), _mm512_castsi512_ps(p_hi), _MM_SHUFFLE(2, 0, 2, 0)));
-  const __m512i odd = _mm512_castps_si512(
-      _mm512_shuffle_ps(_mm512_castsi512_ps(p_lo), _mm512_castsi512_ps(p_hi), _MM_SHUFFLE(3, 1, 3, 1)));
-  return {_mm512_add_epi32(acc.v, _mm512_add_epi32(even, odd))};
+  const __m512i lo = _mm512_madd_epi16(_mm512_unpacklo_epi8(xu.v, zero), _mm512_unpacklo_epi8(w.v, sign));
+  const __m512i hi = _mm512_madd_epi16(_mm512_unpackhi_epi8(xu.v, zero), _mm512_unpackhi_epi8(w.v, sign));
+  return {_mm512_add_epi32(acc.v, _mm512_add_epi32(lo, hi))};
+}
+// Weights of magnitude <= 8 (int4 codes): `vpmaddubsw` is exact (a pair sums to at most 2 x 255 x 8).
+inline IV dotNarrow(IV acc, BV xu, BV w) {
+  return {_mm512_add_epi32(acc.v, _mm512_madd_epi16(_mm512_maddubs_epi16(xu.v, w.v), _mm512_set1_epi16(1)))};
 }
 inline void dotInto(IV& acc, BV xu, BV w) { acc = dot(acc, xu, w); }
 #endif
@@ -336,7 +333,7 @@ inline void chunkRange(const int8_t* w, int64_t chunks, int64_t c0, int64_t c1, 
       for (int p = 0; p < W::kParts; ++p) {
         const BV xv = broadcastX(xu + m * xu_stride + c * W::kChunkK + p * kRowBytes);
         for (int b = 0; b < NB; ++b) {
-#if defined(PT2Q_VEC_AVX2)
+#if defined(PT2Q_VEC_AVX2) || (defined(PT2Q_VEC_AVX512) && !defined(PT2Q_VNNI))
           if constexpr (W::kNarrow) {
             acc[m][b] = dotNarrow(acc[m][b], xv, wv[b][p]);
             continue;
