@@ -125,8 +125,7 @@ bool nativeBf16Gemm() {
 
 const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const LinearW4Bf16Kernels* chosen =
-      affineKernels().isa == Isa::kAvx512 && bf16Allowed() && cpuHasBf16() ? linearW4Bf16Avx512() : nullptr;
+  static const LinearW4Bf16Kernels* chosen = nativeBf16Gemm() ? linearW4Bf16Avx512() : nullptr;
   return chosen;
 #else
   return nullptr;

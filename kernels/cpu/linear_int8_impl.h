@@ -41,6 +41,7 @@ inline void splitNibbles(BV b, BV& lo, BV& hi) {
 #if defined(PT2Q_VNNI)
 inline IV dot(IV acc, BV xu, BV w) { return {_mm512_dpbusd_epi32(acc.v, xu.v, w.v)}; }
 inline void dotInto(IV& acc, BV xu, BV w) { acc.v = _mm512_dpbusd_epi32(acc.v, xu.v, w.v); }
+inline IV dotNarrow(IV acc, BV xu, BV w) { return dot(acc, xu, w); }  // vpdpbusd cannot saturate
 // acc += xu . w in place. With the intrinsic GCC copies every loop-carried accumulator into a
 // fresh register and back (two moves per vpdpbusd), which bounds the GEMM tile by the front end.
 #define PT2Q_DPBUSD(acc, xu, w) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(xu), "v"(w))
@@ -198,6 +199,7 @@ inline IV dot(IV acc, BV xu, BV w) {
   return acc;
 }
 inline void dotInto(IV& acc, BV xu, BV w) { acc = dot(acc, xu, w); }
+inline IV dotNarrow(IV acc, BV xu, BV w) { return dot(acc, xu, w); }  // int32 lanes: exact as is
 inline IV subMul(IV acc, IV sums, int32_t z) {
   for (int l = 0; l < 16; ++l) acc.v[l] -= sums.v[l] * z;
   return acc;
@@ -333,13 +335,11 @@ inline void chunkRange(const int8_t* w, int64_t chunks, int64_t c0, int64_t c1, 
       for (int p = 0; p < W::kParts; ++p) {
         const BV xv = broadcastX(xu + m * xu_stride + c * W::kChunkK + p * kRowBytes);
         for (int b = 0; b < NB; ++b) {
-#if defined(PT2Q_VEC_AVX2) || (defined(PT2Q_VEC_AVX512) && !defined(PT2Q_VNNI))
           if constexpr (W::kNarrow) {
             acc[m][b] = dotNarrow(acc[m][b], xv, wv[b][p]);
-            continue;
+          } else {
+            dotInto(acc[m][b], xv, wv[b][p]);
           }
-#endif
-          dotInto(acc[m][b], xv, wv[b][p]);
         }
       }
     }
