@@ -74,6 +74,9 @@ cudaError_t runOld(const ab::WoqGemv& a, int splits, cudaStream_t st = nullptr) 
   return gemv ? ab::linearWeightOnlyMma(a, st) : ab::linearWeightOnlyWgmma(a, splits, st);
 }
 
+// The floor of a call under PROBE_SWEEP: a one-block kernel that does no more than a store.
+__global__ void storeOnce(float* p) { p[threadIdx.x] += 1.0f; }
+
 ab::WoqGemv asOld(const cu::WoqGemv& a) {
   ab::WoqGemv o;
   o.packed = a.packed, o.bits = a.bits, o.n = a.n, o.k = a.k, o.groups = a.groups, o.group_size = a.group_size;
@@ -314,7 +317,7 @@ void timeCase(const Case& c, bool profile) {
 }  // namespace
 
 // The GEMV: bit for bit on edge shapes (rows 1..63, partial tiles and spans, short K that puts
-// several tiles in a block, every span width), then timed at 1 and 16 rows.
+// several tiles in a block, every span width), then timed at 1, 4 and 16 rows.
 int mainGemv(bool profile) {
   const cu::FloatType bf = cu::FloatType::kBF16, hf = cu::FloatType::kF16;
   const int64_t bench[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {14336, 4096}};
@@ -347,7 +350,46 @@ int mainGemv(bool profile) {
     }
   }
   reportBitExact(total, bad);
-  for (int64_t m : {1, 16}) {
+  if (std::getenv("PROBE_SWEEP") != nullptr) {  // time against n: the slope is the bandwidth, the intercept the fixed cost
+    {  // the floor: a graph of 32 one-block kernels that do nothing but one store
+      cudaStream_t st;
+      CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+      float* buf = nullptr;
+      CK(cudaMalloc(&buf, 32 * sizeof(float)));
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      for (int j = 0; j < 32; ++j) storeOnce<<<1, 32, 0, st>>>(buf);
+      CK(cudaStreamEndCapture(st, &graph));
+      CK(cudaGraphInstantiate(&exec, graph, 0));
+      cudaEvent_t e0, e1;
+      CK(cudaEventCreate(&e0));
+      CK(cudaEventCreate(&e1));
+      std::vector<float> t;
+      for (int rep = 0; rep < 18; ++rep) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(exec, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (rep >= 3) t.push_back(ms * 1000.0f / 32);
+      }
+      std::printf("graph of 32 one-block kernels: %.2f us per kernel\n", median(t));
+      CK(cudaGraphExecDestroy(exec));
+      CK(cudaGraphDestroy(graph));
+      CK(cudaEventDestroy(e0));
+      CK(cudaEventDestroy(e1));
+      CK(cudaStreamDestroy(st));
+      CK(cudaFree(buf));
+    }
+    for (int64_t n : {16, 256, 1024, 2048, 4096, 8192, 16384, 32768}) {
+      timeCase({4, bf, 1, n, 4096, 128, false, 0}, false);
+      timeCase({8, bf, 1, n, 4096, 0, false, 0}, false);
+    }
+    return bad ? 1 : 0;
+  }
+  for (int64_t m : {1, 4, 16}) {
     for (const auto& s : bench) {
       timeCase({4, bf, m, s[0], s[1], 128, false, 0}, false);
       timeCase({8, bf, m, s[0], s[1], 0, false, 0}, false);
