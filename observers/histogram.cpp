@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -169,20 +170,30 @@ class HistogramObserver : public Observer {
     at::Tensor x = x_orig.detach();
     const bool fast = x.scalar_type() == at::kFloat && x.device().is_cpu() && x.numel() < kExactCountLimit;
     const float cur_min = min_val_.item<float>(), cur_max = max_val_.item<float>();
+    std::optional<CountStats> found;  // the batch's extremes, when the pass below saw all of it
     if (fast && cur_min < cur_max) {
       // A batch inside the running range leaves min/max alone: count it against that range and
       // learn its extremes in the same pass; only a batch that widens the range needs a second.
+      // The counting stops at the first value outside the range (it would be thrown away), the
+      // min / max go on to the end and spare the widening batch its aminmax pass.
       x = x.contiguous();
       std::vector<uint32_t> counts(static_cast<size_t>(bins_), 0);
       CountStats st;
-      histcCount(x.data_ptr<float>(), x.numel(), cur_min, cur_max, bins_, counts, &st);
+      histcCount(x.data_ptr<float>(), x.numel(), cur_min, cur_max, bins_, counts, &st, /*stop_outside=*/true);
       TORCH_CHECK(!st.has_nan, kind(), ": the observed tensor holds NaN; calibration data must be finite");
-      if (st.min >= cur_min && st.max <= cur_max) {
+      if (!st.outside && st.min >= cur_min && st.max <= cur_max) {
         histogram_ = histogram_ + countsTensor(counts);
         return;
       }
+      found = st;
     }
-    auto [x_min, x_max] = at::aminmax(x);
+    // aminmax's choice between -0.0 and 0.0 is its own, so a zero extreme is left to it; so are
+    // infinities, which the path below filters out.
+    const bool known = found && std::isfinite(found->min) && std::isfinite(found->max) && found->min != 0.0f &&
+                       found->max != 0.0f;
+    auto [x_min, x_max] = known ? std::make_tuple(at::scalar_tensor(found->min, at::kFloat),
+                                                  at::scalar_tensor(found->max, at::kFloat))
+                                : at::aminmax(x);
     checkObservedRange(kind(), x_min, x_max, true);
     if (x_min.item<double>() == -INFINITY || x_max.item<double>() == INFINITY) {
       LOG(WARNING) << "HistogramObserver: torch.inf detected in input tensor, ignoring those values";

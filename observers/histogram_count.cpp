@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -28,8 +29,26 @@ struct ThreadPart {
   bool has_nan = false;
 };
 
+// With stop_outside: set by the thread that meets a value outside [lo, hi]; every thread then only
+// finds min / max for the rest of its range. Null when counting must not stop.
+using StopFlag = std::atomic<bool>*;
+
+void minMaxRange(const float* x, int64_t begin, int64_t end, ThreadPart& part) {
+  float mn = part.min, mx = part.max;
+  bool nan = part.has_nan;
+  for (int64_t i = begin; i < end; ++i) {
+    const float e = x[i];
+    mn = e < mn ? e : mn;
+    mx = e > mx ? e : mx;
+    nan |= e != e;
+  }
+  part.min = mn;
+  part.max = mx;
+  part.has_nan = nan;
+}
+
 void countRange(const float* x, int64_t begin, int64_t end, float lo, float hi, float nbins_f, int64_t bins,
-                bool want_stats, ThreadPart& part) {
+                bool want_stats, StopFlag stop, ThreadPart& part) {
   const float width = hi - lo;
   uint32_t* h = part.counts.data();
   float mn = part.min, mx = part.max;
@@ -40,6 +59,14 @@ void countRange(const float* x, int64_t begin, int64_t end, float lo, float hi, 
       mn = e < mn ? e : mn;
       mx = e > mx ? e : mx;
       nan |= e != e;
+    }
+    if (stop != nullptr && !(e >= lo && e <= hi)) {
+      stop->store(true, std::memory_order_relaxed);
+      part.min = mn;
+      part.max = mx;
+      part.has_nan = nan;
+      minMaxRange(x, i + 1, end, part);
+      return;
     }
     if (e >= lo && e <= hi) {
       // The same fp32 expression, in the same order, as ATen's LINEAR_INTERPOLATION binning.
@@ -56,11 +83,38 @@ void countRange(const float* x, int64_t begin, int64_t end, float lo, float hi, 
 }
 
 #ifdef PT2Q_HISTC_AVX2
+// The 8 lanes' min, max and NaN flags into part.
+__attribute__((target("avx2"))) void mergeStats(__m256 vmin, __m256 vmax, __m256 vnan, ThreadPart& part) {
+  alignas(32) float mn[8], mx[8], nn[8];
+  _mm256_store_ps(mn, vmin);
+  _mm256_store_ps(mx, vmax);
+  _mm256_store_ps(nn, vnan);
+  for (int k = 0; k < 8; ++k) {
+    part.min = std::min(part.min, mn[k]);
+    part.max = std::max(part.max, mx[k]);
+    part.has_nan |= nn[k] != 0.0f;
+  }
+}
+
+__attribute__((target("avx2"))) void minMaxRangeAvx2(const float* x, int64_t begin, int64_t end, ThreadPart& part) {
+  __m256 vmin = _mm256_set1_ps(part.min), vmax = _mm256_set1_ps(part.max), vnan = _mm256_setzero_ps();
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m256 e = _mm256_loadu_ps(x + i);
+    vmin = _mm256_min_ps(vmin, e);
+    vmax = _mm256_max_ps(vmax, e);
+    vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(e, e, _CMP_UNORD_Q));
+  }
+  mergeStats(vmin, vmax, vnan, part);
+  minMaxRange(x, i, end, part);
+}
+
 // The same binning with the arithmetic 8 lanes wide: bins are computed for a block of elements
 // into a buffer (a skipped element gets the extra bin) and counted by a scalar loop, which is
 // what bounds the speed.
 __attribute__((target("avx2"))) void countRangeAvx2(const float* x, int64_t begin, int64_t end, float lo, float hi,
-                                                    float nbins_f, int64_t bins, bool want_stats, ThreadPart& part) {
+                                                    float nbins_f, int64_t bins, bool want_stats, StopFlag stop,
+                                                    ThreadPart& part) {
   constexpr int64_t kBlock = 256;
   alignas(32) int32_t idx[kBlock];
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), vn = _mm256_set1_ps(nbins_f);
@@ -70,7 +124,13 @@ __attribute__((target("avx2"))) void countRangeAvx2(const float* x, int64_t begi
   uint32_t* h = part.counts.data();
   const int64_t stride = bins + 1;
   int64_t i = begin;
+  bool stopped = false;
   for (; i + kBlock <= end; i += kBlock) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      stopped = true;
+      break;
+    }
+    __m256 all_in = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
     for (int64_t j = 0; j < kBlock; j += 8) {
       const __m256 e = _mm256_loadu_ps(x + i + j);
       if (want_stats) {
@@ -79,11 +139,18 @@ __attribute__((target("avx2"))) void countRangeAvx2(const float* x, int64_t begi
         vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(e, e, _CMP_UNORD_Q));
       }
       const __m256 in = _mm256_and_ps(_mm256_cmp_ps(e, vlo, _CMP_GE_OQ), _mm256_cmp_ps(e, vhi, _CMP_LE_OQ));
+      all_in = _mm256_and_ps(all_in, in);
       const __m256 q = _mm256_div_ps(_mm256_mul_ps(_mm256_sub_ps(e, vlo), vn), vw);
       // cvtt gives INT_MIN for NaN (hi - lo overflowed): clamp into [0, bins - 1] like the scalar loop.
       const __m256i pos = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvttps_epi32(q), vlast), _mm256_setzero_si256());
       const __m256i sel = _mm256_blendv_epi8(vskip, pos, _mm256_castps_si256(in));
       _mm256_store_si256(reinterpret_cast<__m256i*>(idx + j), sel);
+    }
+    if (stop != nullptr && _mm256_movemask_ps(all_in) != 0xFF) {  // this block's min / max are in
+      stop->store(true, std::memory_order_relaxed);
+      i += kBlock;
+      stopped = true;
+      break;
     }
     for (int64_t j = 0; j < kBlock; j += 4) {
       ++h[idx[j]];
@@ -92,18 +159,12 @@ __attribute__((target("avx2"))) void countRangeAvx2(const float* x, int64_t begi
       ++h[3 * stride + idx[j + 3]];
     }
   }
-  if (want_stats) {
-    alignas(32) float mn[8], mx[8], nn[8];
-    _mm256_store_ps(mn, vmin);
-    _mm256_store_ps(mx, vmax);
-    _mm256_store_ps(nn, vnan);
-    for (int k = 0; k < 8; ++k) {
-      part.min = std::min(part.min, mn[k]);
-      part.max = std::max(part.max, mx[k]);
-      part.has_nan |= nn[k] != 0.0f;
-    }
+  if (want_stats) mergeStats(vmin, vmax, vnan, part);
+  if (stopped) {
+    minMaxRangeAvx2(x, i, end, part);
+  } else {
+    countRange(x, i, end, lo, hi, nbins_f, bins, want_stats, stop, part);
   }
-  countRange(x, i, end, lo, hi, nbins_f, bins, want_stats, part);
 }
 
 const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
@@ -112,20 +173,35 @@ const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
 }  // namespace
 
 void histcCount(const float* x, int64_t n, float lo, float hi, int64_t bins, std::vector<uint32_t>& counts,
-                CountStats* stats) {
+                CountStats* stats, bool stop_outside) {
   const int threads = at::get_num_threads();
   std::vector<ThreadPart> parts(static_cast<size_t>(threads));
   const float nbins_f = static_cast<float>(bins);
+  std::atomic<bool> stop_flag{false};
+  const StopFlag stop = stop_outside && stats != nullptr ? &stop_flag : nullptr;
   at::parallel_for(0, n, int64_t{1} << 15, [&](int64_t begin, int64_t end) {
     ThreadPart& part = parts[static_cast<size_t>(at::get_thread_num())];
     if (part.counts.empty()) part.counts.assign(static_cast<size_t>(kWays * (bins + 1)), 0);
 #ifdef PT2Q_HISTC_AVX2
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      if (kHaveAvx2) {
+        minMaxRangeAvx2(x, begin, end, part);
+      } else {
+        minMaxRange(x, begin, end, part);
+      }
+      return;
+    }
     if (kHaveAvx2) {
-      countRangeAvx2(x, begin, end, lo, hi, nbins_f, bins, stats != nullptr, part);
+      countRangeAvx2(x, begin, end, lo, hi, nbins_f, bins, stats != nullptr, stop, part);
+      return;
+    }
+#else
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      minMaxRange(x, begin, end, part);
       return;
     }
 #endif
-    countRange(x, begin, end, lo, hi, nbins_f, bins, stats != nullptr, part);
+    countRange(x, begin, end, lo, hi, nbins_f, bins, stats != nullptr, stop, part);
   });
   CountStats total;
   total.min = std::numeric_limits<float>::infinity();
@@ -140,6 +216,7 @@ void histcCount(const float* x, int64_t n, float lo, float hi, int64_t bins, std
     total.max = std::max(total.max, part.max);
     total.has_nan |= part.has_nan;
   }
+  total.outside = stop_flag.load();
   if (stats != nullptr) *stats = total;
 }
 

@@ -12,13 +12,17 @@ struct CountStats {
   float min = 0.0f;  // of the finite and infinite values; meaningless when has_nan
   float max = 0.0f;
   bool has_nan = false;
+  bool outside = false;  // with stop_outside: some value lay outside [lo, hi] and counts are partial
 };
 
 /// Adds to counts[0..bins) the number of x[i] in each of `bins` equal bins over [lo, hi] (lo < hi,
 /// both finite), binned as torch.histc does on CPU: bin = trunc((x - lo) * bins / (hi - lo)) in
 /// fp32, the value hi in the last bin, values outside [lo, hi] and NaN skipped. Runs on
 /// at::parallel_for; stats (optional) receives the min, max and NaN presence of all of x.
+/// stop_outside (with stats): a value outside [lo, hi] stops the counting, not the min / max, and
+/// sets stats->outside; counts are then partial. A batch that widens the observed range is counted
+/// again over the new range anyway, so the counting done before it is found is wasted.
 void histcCount(const float* x, int64_t n, float lo, float hi, int64_t bins, std::vector<uint32_t>& counts,
-                CountStats* stats);
+                CountStats* stats, bool stop_outside = false);
 
 }  // namespace pt2q

@@ -130,6 +130,64 @@ def test_large_batch_takes_the_exact_fallback():
     assert_qparams(ref, mine)
 
 
+@pytest.fixture
+def four_threads():
+    old = torch.get_num_threads()
+    torch.set_num_threads(4)  # several chunks of the counting pass, also on a one-core machine
+    yield
+    torch.set_num_threads(old)
+
+
+def widening_batch(where, n=200_000, seed=0):
+    """A batch inside [-4, 4] but for values past the range at `where`: the first element, the
+    last (the other threads' chunk, the scalar tail), one in the middle, or many."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=g).clamp(-3.9, 3.9)
+    if where == "first":
+        x[0] = 5.0
+    elif where == "last":
+        x[-1] = -6.5
+    elif where == "middle":
+        x[n // 2 + 3] = 4.25
+    elif where == "many":
+        x[::97] *= 1.7
+    elif where == "tail_of_a_chunk":
+        x[(1 << 15) - 1] = 7.0  # last element of the first parallel_for chunk
+    return x
+
+
+@pytest.mark.parametrize("where", ["first", "last", "middle", "many", "tail_of_a_chunk"])
+def test_a_batch_that_widens_mid_pass(four_threads, where):
+    # The counting pass stops at the first value outside the running range and its min / max
+    # replace aminmax: the state must still be torch.ao's after every batch.
+    ref, mine = pair()
+    base = torch.cat([torch.tensor([-4.0, 4.0]), torch.randn(1000, generator=torch.Generator().manual_seed(3))])
+    for x in (base, widening_batch(where), widening_batch("middle", seed=1) * 0.5, widening_batch(where, seed=2) * 1.3):
+        ref(x)
+        mine.observe(x)
+        assert_state(ref, mine)
+    assert_qparams(ref, mine)
+
+
+@pytest.mark.parametrize("zero", ["min", "max"])
+def test_a_zero_extreme_of_either_sign_in_a_widening_batch(four_threads, zero):
+    # ReLU outputs hold 0.0 and can hold -0.0; a widening batch whose min (or max) is zero keeps
+    # aminmax's choice of sign.
+    ref, mine = pair()
+    g = torch.Generator().manual_seed(11)
+    first = torch.rand(5000, generator=g) + 0.5
+    wide = torch.rand(100_000, generator=g) * 3
+    wide[::5] = 0.0
+    wide[1::7] = -0.0
+    if zero == "max":
+        first, wide = -first, -wide
+    for x in (first, wide, wide * 0.5):
+        ref(x)
+        mine.observe(x)
+        assert_state(ref, mine)
+    assert_qparams(ref, mine)
+
+
 def test_infinities_are_dropped_as_torch_ao_does():
     ref, mine = pair()
     x = torch.randn(100)
@@ -137,6 +195,12 @@ def test_infinities_are_dropped_as_torch_ao_does():
     with pytest.warns(UserWarning):
         ref(x)
     mine.observe(x)
+    assert_state(ref, mine)
+    wide = torch.randn(70_000) * 9  # an infinity in a widening batch of several chunks
+    wide[40_000] = float("inf")
+    with pytest.warns(UserWarning):
+        ref(wide)
+    mine.observe(wide)
     assert_state(ref, mine)
     only_inf = torch.tensor([float("inf"), float("-inf")])
     with pytest.warns(UserWarning):
