@@ -232,6 +232,11 @@ def isa_check():
         x, sx, zx, w, sw, b, so, zo, acc = conv_case(1, 8, 6, 6, oc, (3, 3), (1, 1), (1, 1), (1, 1), 3, groups)
         got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [1, 1], [1, 1], [1, 1], so, zo, -128, 127, groups)
         check_codes(got, *exact(acc, sx, sw, b, so, zo, -128, 127, 1), zo, -128, 127)
+    # depthwise over more than one pass of the vector kernels (64 channels), both epilogue clamps
+    x, sx, zx, w, sw, b, so, zo, acc = conv_case(1, 72, 5, 6, 72, (3, 3), (2, 1), (1, 1), (1, 1), 4, 72)
+    for qmin, bias in ((-128, b), (zo, None)):
+        got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, bias, [3, 3], [2, 1], [1, 1], [1, 1], so, zo, qmin, 127, 72)
+        check_codes(got, *exact(acc, sx, sw, bias, so, zo, qmin, 127, 1), zo, qmin, 127)
 
 
 @pytest.mark.parametrize("cap,kernels", ISA_CASES)
