@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 
+#include "kernels/cpu/linear_microkernels.h"
+
 namespace pt2q {
 
 /// The per-tensor output quantization: codes = clamp(round(y * (1 / scale)) + zero_point).
@@ -30,18 +32,13 @@ struct Conv2dQ8Geometry {
   int64_t k() const { return cg() * kh * kw; }  // one im2col row: kh, then kw, then the group's c
 };
 
-/// Whether a grouped conv2d_q8 runs the direct kernel (CPU with VNNI: cpu/grouped_q8_impl.h) rather
-/// than a GEMM per group: cg (input channels per group) a multiple of 4, at most 64 taps, and the
-/// input channels of the groups under any 16 consecutive output channels (from a multiple of 16)
-/// within 64 bytes. lower-to-native lowers the grouped convolutions that fit (CUDA runs every
-/// grouped one directly).
+/// Whether a grouped conv2d_q8 runs the direct kernel on a CPU with VNNI (cpu/grouped_q8_impl.h)
+/// rather than a GEMM per group: cg (input channels per group) a multiple of 4, at most 64 taps,
+/// and the input channels of the groups under any 16 consecutive output channels (from a multiple
+/// of 16) within 64 bytes. lower-to-native lowers the grouped convolutions that fit (CUDA runs every
+/// grouped one directly; AVX2's kernel takes most of them, the rest run the GEMMs).
 inline bool groupedConvRunsDirect(int64_t cg, int64_t ocg, int64_t oc, int64_t taps) {
-  if (cg <= 0 || cg % 4 != 0 || ocg <= 0 || taps > 64) return false;
-  for (int64_t o0 = 0; o0 < oc; o0 += 16) {
-    const int64_t first = o0 / ocg, last = (std::min(o0 + 16, oc) - 1) / ocg;
-    if ((last - first + 1) * cg > 64) return false;
-  }
-  return true;
+  return cg > 0 && cg % 4 == 0 && ocg > 0 && taps <= 64 && cpu::groupedWindowsFit(cg, ocg, oc, 16, 64);
 }
 
 /// conv2d_q8's checks and output geometry.

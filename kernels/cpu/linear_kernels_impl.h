@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #if defined(PT2Q_VEC_AVX512) || defined(PT2Q_VEC_AVX2)
 #include <immintrin.h>
@@ -271,7 +273,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        &dotPanel<WI4>,
                        &expandInt4,
                        &depthwiseQ8Rows,
-                       kGroupedQ8};
+                       kGroupedQ8,
+                       kGroupedQ8Takes};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -103,6 +103,20 @@ struct GroupedQ8 : ConvPixels {
 };
 /// Output pixels [p0, p1) (p = (image * oh + output row) * ow + output column).
 using GroupedQ8Fn = void (*)(const GroupedQ8& a, int64_t p0, int64_t p1);
+/// Whether the ISA's GroupedQ8Fn takes a layer of cg input and ocg output channels per group, oc
+/// in all, kh * kw = taps.
+using GroupedQ8TakesFn = bool (*)(int64_t cg, int64_t ocg, int64_t oc, int64_t taps);
+
+/// Whether the input channels of the groups under any `lanes` consecutive output channels (from a
+/// multiple of `lanes`) lie within `bytes` bytes: what one load of a pixel's codes hands a vector
+/// of `lanes` output channels.
+inline bool groupedWindowsFit(int64_t cg, int64_t ocg, int64_t oc, int64_t lanes, int64_t bytes) {
+  for (int64_t o0 = 0; o0 < oc; o0 += lanes) {
+    const int64_t first = o0 / ocg, last = (std::min(o0 + lanes, oc) - 1) / ocg;
+    if ((last - first + 1) * cg > bytes) return false;
+  }
+  return true;
+}
 
 struct LinearKernels {
   Isa isa;
@@ -118,7 +132,8 @@ struct LinearKernels {
   LinearDotPanelFn w4_dot;
   LinearExpandInt4Fn expand_int4;
   DepthwiseQ8Fn depthwise_q8;
-  GroupedQ8Fn grouped_q8;  // nullptr where the ISA has no such kernel (it needs VNNI)
+  GroupedQ8Fn grouped_q8;  // nullptr where the ISA has no such kernel (generic)
+  GroupedQ8TakesFn grouped_q8_takes;
 };
 
 /// W4A16 for bf16 activations (AVX512_BF16). `prepare_x` permutes `rows` rows of bf16 x (padded

@@ -181,7 +181,8 @@ void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pa
   }
 }
 
-// Grouped with 4-32 channels per group where the ISA has the direct kernel (grouped_q8_impl.h):
+// Grouped with 4, 8, ... channels per group where the ISA's direct kernel takes the layer
+// (grouped_q8_impl.h):
 // the weight in its tap-major lane order and its per-tap sums, then output pixels in parallel.
 void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int32_t zx, const at::Tensor& packed,
                              const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
@@ -193,8 +194,11 @@ void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int3
   const at::Tensor pc = packed.contiguous();
   cpu::groupedQ8Weights(reinterpret_cast<const uint8_t*>(pc.const_data_ptr<int8_t>()), block_bytes, g.oc, taps, cgq,
                         ocp, zx + 128, reinterpret_cast<uint32_t*>(wq.data_ptr<int8_t>()), wsum.data_ptr<int32_t>());
-  const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
-  const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::zeros({g.oc}, s.options());
+  // Scales and bias padded to ocp: the AVX2 kernel reads whole vectors of 8.
+  const at::Tensor s = at::zeros({ocp}, weight_scales.options().dtype(at::kFloat));
+  s.narrow(0, 0, g.oc).copy_(weight_scales.reshape({g.oc}));
+  const at::Tensor b = at::zeros({ocp}, s.options());
+  if (bias.has_value()) b.narrow(0, 0, g.oc).copy_(bias->reshape({g.oc}));
   cpu::GroupedQ8 a;
   a.x = src;
   static_cast<cpu::ConvPixels&>(a) = pixelsOf(g);
@@ -231,8 +235,9 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
   const at::Tensor x = cpu::channelsLastBytes(input, at::kByte, 0x80);
   const uint8_t* src = x.const_data_ptr<uint8_t>();
-  const cpu::GroupedQ8Fn direct = cpu::linearKernels().grouped_q8;
-  if (groups > 1 && direct != nullptr && groupedConvRunsDirect(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
+  const cpu::LinearKernels& kernels = cpu::linearKernels();
+  const cpu::GroupedQ8Fn direct = kernels.grouped_q8;
+  if (groups > 1 && direct != nullptr && kernels.grouped_q8_takes(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
     groupedDirectRequantize(g, src, zx, packed, weight_scales, bias, epilogueOf(input_scale, q), direct,
                             out.data_ptr<int8_t>());
   } else if (groups > 1) {

@@ -232,6 +232,14 @@ def isa_check():
         x, sx, zx, w, sw, b, so, zo, acc = conv_case(1, 8, 6, 6, oc, (3, 3), (1, 1), (1, 1), (1, 1), 3, groups)
         got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [1, 1], [1, 1], [1, 1], so, zo, -128, 127, groups)
         check_codes(got, *exact(acc, sx, sw, b, so, zo, -128, 127, 1), zo, -128, 127)
+    # grouped, the direct kernels: AVX2's permuted kind (4 in / 4 out; 4 in / 5 out, a partial
+    # vector) and its single-group kind (8 in / 16 out), padded borders and both clamps
+    for c, oc, groups in ((64, 64, 16), (12, 15, 3), (32, 64, 4)):
+        x, sx, zx, w, sw, b, so, zo, acc = conv_case(1, c, 5, 6, oc, (3, 3), (1, 2), (1, 1), (1, 1), 5, groups)
+        for qmin, bias in ((-128, b), (zo, None)):
+            got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, bias, [3, 3], [1, 2], [1, 1], [1, 1], so, zo, qmin, 127,
+                              groups)
+            check_codes(got, *exact(acc, sx, sw, bias, so, zo, qmin, 127, 1), zo, qmin, 127)
     # depthwise over more than one pass of the vector kernels (64 channels), both epilogue clamps
     x, sx, zx, w, sw, b, so, zo, acc = conv_case(1, 72, 5, 6, 72, (3, 3), (2, 1), (1, 1), (1, 1), 4, 72)
     for qmin, bias in ((-128, b), (zo, None)):
