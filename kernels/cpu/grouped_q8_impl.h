@@ -173,8 +173,10 @@ struct GroupedLanes8 {
 
 inline bool groupedSingle(int64_t ocg) { return ocg % 8 == 0; }
 
+// The int32 sums stay exact while |sum (u - z) w| <= 255 * 128 * cg * taps < 2^31; the
+// single-group kind takes any cg, so longer rows are left to the GEMMs.
 inline bool groupedQ8TakesAvx2(int64_t cg, int64_t ocg, int64_t oc, int64_t taps) {
-  if (cg <= 0 || cg % 4 != 0 || ocg <= 0 || taps > 64) return false;
+  if (cg <= 0 || cg % 4 != 0 || ocg <= 0 || taps > 64 || cg * taps > 65536) return false;
   return groupedSingle(ocg) || groupedWindowsFit(cg, ocg, oc, 8, 32);
 }
 

@@ -202,6 +202,22 @@ def test_grouped_conv2d_matches_fp64_on_both_schedules(shape, threads):
     check_codes(got, v, want, zo, -128, 127)
 
 
+def test_grouped_conv2d_of_long_rows_stays_exact():
+    # 8192 channels a group x 9 taps: the extreme sum 255 * 127 * 73728 passes int32, so no direct
+    # kernel may take it (the AVX2 one would for the channels alone); all-extreme codes give the
+    # largest sums, which must match the reference (exact in fp64).
+    c, oc, groups = 16384, 16, 2
+    x = torch.full((1, c, 3, 3), 127, dtype=torch.int8)
+    w = torch.full((oc, c // groups, 3, 3), 127, dtype=torch.int8)
+    w[oc // 2:] = -128
+    sw = torch.full((oc,), 2e-5)  # the centre pixel's sums (+-2.4e9) give codes near +-48
+    packed = pack_conv(w)
+    args = (x, 1e-3, -128, packed, sw, None, [3, 3], [1, 1], [1, 1], [1, 1], 1.0, 0, -128, 127, groups)
+    got = P.conv2d_q8(*args)
+    assert torch.equal(got, REF.conv2d_q8(*args))
+    assert int(got[0, 0, 1, 1]) > 40 and int(got[0, -1, 1, 1]) < -40
+
+
 def test_grouped_conv2d_errors():
     x, sx, zx, w, sw, b, so, zo, _ = conv_case(1, 8, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1), groups=8)
     with pytest.raises(ValueError, match=r"conv2d_q8: groups \(3\) must be positive and divide both the input "
