@@ -65,7 +65,7 @@ void groupedQ8Weights(const uint8_t* packed, int64_t block_bytes, int64_t oc, in
 #if defined(__SSE2__)
       blocksSse2(packed + b0 * block_bytes, block_bytes, nb, dwords, cgq, ocp, wq + o0, wsum + o0);
 #else
-      TORCH_INTERNAL_ASSERT(false, "groupedQ8Weights: only the VNNI kernel (x86-64) reads these weights");
+      TORCH_INTERNAL_ASSERT(false, "groupedQ8Weights: only the x86-64 direct kernels (VNNI, AVX2) read these weights");
 #endif
       for (int64_t t = 0; t < taps; ++t) {
         for (int64_t r = o0; r < o0 + nb * kRows; ++r) {
