@@ -38,7 +38,7 @@ struct Conv2dQ8Geometry {
 /// of 16) within 64 bytes. lower-to-native lowers the grouped convolutions that fit (CUDA runs every
 /// grouped one directly; AVX2's kernel takes most of them, the rest run the GEMMs).
 inline bool groupedConvRunsDirect(int64_t cg, int64_t ocg, int64_t oc, int64_t taps) {
-  return cg > 0 && cg % 4 == 0 && ocg > 0 && taps <= 64 && cpu::groupedWindowsFit(cg, ocg, oc, 16, 64);
+  return cpu::groupedLanes16Fit(cg, ocg, oc, taps);
 }
 
 /// conv2d_q8's checks and output geometry.

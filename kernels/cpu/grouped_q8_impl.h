@@ -151,12 +151,8 @@ inline void groupedQ8Pixels(const GroupedQ8& a, int64_t p0, int64_t p1) {
   });
 }
 
-inline bool groupedQ8Takes(int64_t cg, int64_t ocg, int64_t oc, int64_t taps) {
-  return cg > 0 && cg % 4 == 0 && ocg > 0 && taps <= 64 && groupedWindowsFit(cg, ocg, oc, 16, 64);
-}
-
 constexpr GroupedQ8Fn kGroupedQ8 = &groupedQ8Pixels;
-constexpr GroupedQ8TakesFn kGroupedQ8Takes = &groupedQ8Takes;
+constexpr GroupedQ8TakesFn kGroupedQ8Takes = &groupedLanes16Fit;
 #elif defined(PT2Q_VEC_AVX2)
 // Without VNNI the products go through vpmaddwd, exact on codes widened to int16: a lane's 4
 // bytes of x (unsigned, 0..255) and of w (signed) as 4 int16 each, two lanes' pair sums per

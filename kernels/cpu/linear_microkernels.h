@@ -118,6 +118,12 @@ inline bool groupedWindowsFit(int64_t cg, int64_t ocg, int64_t oc, int64_t lanes
   return true;
 }
 
+/// The VNNI direct kernel's layers (16 lanes, one 64-byte load): cg a multiple of 4, at most 64
+/// taps, and the groups under any 16 output channels within 64 input bytes.
+inline bool groupedLanes16Fit(int64_t cg, int64_t ocg, int64_t oc, int64_t taps) {
+  return cg > 0 && cg % 4 == 0 && ocg > 0 && taps <= 64 && groupedWindowsFit(cg, ocg, oc, 16, 64);
+}
+
 struct LinearKernels {
   Isa isa;
   const char* name;
