@@ -79,6 +79,37 @@ inline void depthwisePixelAvx512(const DepthwiseQ8& a, const int8_t* const* taps
 }
 #endif
 
+#if defined(PT2Q_VEC_AVX512)
+// P neighbouring output pixels of a row, all taps inside (pixel q's taps are the first's moved q
+// step bytes), multiplier 1, 32 channels per pass: each weight load serves the P pixels, and the
+// per-pixel work (tap pointers, masks, epilogue constants) is done once for P.
+template <int P>
+inline void depthwisePixelsAvx512(const DepthwiseQ8& a, const int8_t* const* taps, const int32_t* const* wts,
+                                  int ntaps, int64_t step, const Q8EpilogueAvx512& e, int8_t* out) {
+  const __m512i zx = _mm512_set1_epi32(a.zx);
+  for (int64_t o0 = 0; o0 < a.oc; o0 += 32) {
+    const int64_t n = std::min<int64_t>(32, a.oc - o0);
+    const __mmask16 m[2] = {laneMask(n), laneMask(n - 16)};
+    __m512i acc[P][2];
+    for (auto& row : acc) row[0] = row[1] = _mm512_setzero_si512();
+    for (int t = 0; t < ntaps; ++t) {
+      for (int v = 0; v < 2; ++v) {
+        if (m[v] == 0) break;
+        const __m512i w = _mm512_maskz_loadu_epi32(m[v], wts[t] + o0 + 16 * v);
+        for (int q = 0; q < P; ++q) {
+          const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m[v], taps[t] + q * step + o0 + 16 * v));
+          acc[q][v] = _mm512_add_epi32(acc[q][v], _mm512_mullo_epi32(_mm512_sub_epi32(x, zx), w));
+        }
+      }
+    }
+    for (int v = 0; v < 2 && m[v] != 0; ++v) {
+      const int64_t o = o0 + 16 * v;
+      for (int q = 0; q < P; ++q) e.store(acc[q][v], m[v], a.scales + o, a.bias + o, out + q * a.oc + o);
+    }
+  }
+}
+#endif
+
 #if defined(PT2Q_VEC_AVX2)
 // Q8EpilogueAvx512's steps on 8 sums (the same order, so the same bits as the scalar epilogue).
 struct Q8EpilogueAvx2 {
@@ -99,6 +130,35 @@ struct Q8EpilogueAvx2 {
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packs_epi16(w, w));
   }
 };
+
+// depthwisePixelsAvx512 on 8 lanes: P pixels whose taps are all inside, 32 channels (oc a multiple
+// of 8) per pass.
+template <int P>
+inline void depthwisePixelsAvx2(const DepthwiseQ8& a, const int8_t* const* taps, const int32_t* const* wts, int ntaps,
+                                int64_t step, const Q8EpilogueAvx2& e, int8_t* out) {
+  const __m256i zx = _mm256_set1_epi32(a.zx);
+  for (int64_t o0 = 0; o0 < a.oc; o0 += 32) {
+    const int nv = static_cast<int>(std::min<int64_t>(4, (a.oc - o0) / 8));
+    __m256i acc[P][4];
+    for (auto& row : acc) {
+      for (auto& v : row) v = _mm256_setzero_si256();
+    }
+    for (int t = 0; t < ntaps; ++t) {
+      for (int v = 0; v < nv; ++v) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wts[t] + o0 + 8 * v));
+        for (int q = 0; q < P; ++q) {
+          const __m256i x =
+              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(taps[t] + q * step + o0 + 8 * v)));
+          acc[q][v] = _mm256_add_epi32(acc[q][v], _mm256_mullo_epi32(_mm256_sub_epi32(x, zx), w));
+        }
+      }
+    }
+    for (int v = 0; v < nv; ++v) {
+      const int64_t o = o0 + 8 * v;
+      for (int q = 0; q < P; ++q) e.store(acc[q][v], a.scales + o, a.bias + o, out + q * a.oc + o);
+    }
+  }
+}
 
 // depthwisePixelAvx512 on 8 lanes: one output pixel, multiplier 1, oc a multiple of 8, 64
 // channels per pass with the sums in registers across the taps. Under PT2Q_CPU_ISA=avx2 on the
@@ -154,6 +214,14 @@ inline void depthwiseQ8Rows(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_
   if (vec) {
     const int8_t* taps[64];
     const int32_t* wts[64];
+    // kRun pixels a call where all their taps are inside: 8 vectors of sums either way
+#if defined(PT2Q_VEC_AVX512)
+    const Q8EpilogueAvx512 e(a.epilogue);
+    constexpr int kRun = 4;
+#else
+    const Q8EpilogueAvx2 e(a.epilogue);
+    constexpr int kRun = 2;
+#endif
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t ow = 0; ow < a.ow; ++ow) {
         int nt = 0;
@@ -161,11 +229,24 @@ inline void depthwiseQ8Rows(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_
           taps[nt] = a.x + at;
           wts[nt++] = a.wt + t * a.oc;
         });
+        int8_t* out = a.out + (r * a.ow + ow) * a.oc;
+        // The next kRun - 1 pixels are inside too when the last one's last column of taps is.
+        const int64_t last = ow + kRun - 1;
+        const bool run = nt == a.kh * a.kw && last < a.ow && last * a.sw - a.pw + (a.kw - 1) * a.dw < a.w;
 #if defined(PT2Q_VEC_AVX512)
-        depthwisePixelAvx512(a, taps, wts, nt, a.out + (r * a.ow + ow) * a.oc);
+        if (run) {
+          depthwisePixelsAvx512<kRun>(a, taps, wts, nt, a.sw * a.c, e, out);
+        } else {
+          depthwisePixelAvx512(a, taps, wts, nt, out);
+        }
 #else
-        depthwisePixelAvx2(a, taps, wts, nt, a.out + (r * a.ow + ow) * a.oc);
+        if (run) {
+          depthwisePixelsAvx2<kRun>(a, taps, wts, nt, a.sw * a.c, e, out);
+        } else {
+          depthwisePixelAvx2(a, taps, wts, nt, out);
+        }
 #endif
+        if (run) ow += kRun - 1;
       }
     }
     return;
