@@ -49,51 +49,25 @@ inline __mmask16 laneMask(int64_t left) {
   return left >= 16 ? static_cast<__mmask16>(0xFFFF) : left > 0 ? static_cast<__mmask16>((1u << left) - 1u) : 0;
 }
 
-// One output pixel, multiplier 1, 64 channels per pass with the sums in registers across the taps
-// (the loops above keep them in memory: 2-4x slower on the Zen 5 VM).
-inline void depthwisePixelAvx512(const DepthwiseQ8& a, const int8_t* const* taps, const int32_t* const* wts,
-                                 int ntaps, int8_t* out) {
-  const __m512i zx = _mm512_set1_epi32(a.zx);
-  const Q8EpilogueAvx512 e(a.epilogue);
-  for (int64_t o0 = 0; o0 < a.oc; o0 += 64) {
-    const int64_t n = std::min<int64_t>(64, a.oc - o0);
-    __mmask16 m[4];
-    __m512i acc[4];
-    for (int v = 0; v < 4; ++v) {
-      m[v] = laneMask(n - 16 * v);
-      acc[v] = _mm512_setzero_si512();
-    }
-    for (int t = 0; t < ntaps; ++t) {
-      for (int v = 0; v < 4; ++v) {
-        if (m[v] == 0) break;
-        const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m[v], taps[t] + o0 + 16 * v));
-        const __m512i w = _mm512_maskz_loadu_epi32(m[v], wts[t] + o0 + 16 * v);
-        acc[v] = _mm512_add_epi32(acc[v], _mm512_mullo_epi32(_mm512_sub_epi32(x, zx), w));
-      }
-    }
-    for (int v = 0; v < 4 && m[v] != 0; ++v) {
-      const int64_t o = o0 + 16 * v;
-      e.store(acc[v], m[v], a.scales + o, a.bias + o, out + o);
-    }
-  }
-}
-#endif
-
-#if defined(PT2Q_VEC_AVX512)
-// P neighbouring output pixels of a row, all taps inside (pixel q's taps are the first's moved q
-// step bytes), multiplier 1, 32 channels per pass: each weight load serves the P pixels, and the
-// per-pixel work (tap pointers, masks, epilogue constants) is done once for P.
-template <int P>
+// P neighbouring output pixels of a row (P > 1: all taps inside, pixel q's taps the first's moved
+// q step bytes), multiplier 1, 16 VN channels per pass with the sums in registers across the taps
+// (the loops above keep them in memory: 2-4x slower on the Zen 5 VM). Each weight load serves the
+// P pixels, and the tap pointers and masks are set up once for them: with few channels that
+// setup outweighed the arithmetic (docs/perf_linear_dynamic_cpu.md).
+template <int P, int VN>
 inline void depthwisePixelsAvx512(const DepthwiseQ8& a, const int8_t* const* taps, const int32_t* const* wts,
                                   int ntaps, int64_t step, const Q8EpilogueAvx512& e, int8_t* out) {
   const __m512i zx = _mm512_set1_epi32(a.zx);
-  for (int64_t o0 = 0; o0 < a.oc; o0 += 32) {
-    const int64_t n = std::min<int64_t>(32, a.oc - o0);
-    const __mmask16 m[2] = {laneMask(n), laneMask(n - 16)};
-    __m512i acc[P][2];
-    for (auto& row : acc) row[0] = row[1] = _mm512_setzero_si512();
+  for (int64_t o0 = 0; o0 < a.oc; o0 += 16 * VN) {
+    const int64_t n = std::min<int64_t>(16 * VN, a.oc - o0);
+    __mmask16 m[VN];
+    __m512i acc[P][VN];
+    for (int v = 0; v < VN; ++v) {
+      m[v] = laneMask(n - 16 * v);
+      for (int q = 0; q < P; ++q) acc[q][v] = _mm512_setzero_si512();
+    }
     for (int t = 0; t < ntaps; ++t) {
-      for (int v = 0; v < 2; ++v) {
+      for (int v = 0; v < VN; ++v) {
         if (m[v] == 0) break;
         const __m512i w = _mm512_maskz_loadu_epi32(m[v], wts[t] + o0 + 16 * v);
         for (int q = 0; q < P; ++q) {
@@ -102,7 +76,7 @@ inline void depthwisePixelsAvx512(const DepthwiseQ8& a, const int8_t* const* tap
         }
       }
     }
-    for (int v = 0; v < 2 && m[v] != 0; ++v) {
+    for (int v = 0; v < VN && m[v] != 0; ++v) {
       const int64_t o = o0 + 16 * v;
       for (int q = 0; q < P; ++q) e.store(acc[q][v], m[v], a.scales + o, a.bias + o, out + q * a.oc + o);
     }
@@ -131,15 +105,16 @@ struct Q8EpilogueAvx2 {
   }
 };
 
-// depthwisePixelsAvx512 on 8 lanes: P pixels whose taps are all inside, 32 channels (oc a multiple
-// of 8) per pass.
-template <int P>
+// depthwisePixelsAvx512 on 8 lanes (oc a multiple of 8: no masked byte loads), 8 VN channels a
+// pass. Under PT2Q_CPU_ISA=avx2 on the Zen 5 VM the loops above took 1.02-1.33x the one-pixel
+// kind's time on MobileNet's layers, the most on the first (32 channels at 112 x 112).
+template <int P, int VN>
 inline void depthwisePixelsAvx2(const DepthwiseQ8& a, const int8_t* const* taps, const int32_t* const* wts, int ntaps,
                                 int64_t step, const Q8EpilogueAvx2& e, int8_t* out) {
   const __m256i zx = _mm256_set1_epi32(a.zx);
-  for (int64_t o0 = 0; o0 < a.oc; o0 += 32) {
-    const int nv = static_cast<int>(std::min<int64_t>(4, (a.oc - o0) / 8));
-    __m256i acc[P][4];
+  for (int64_t o0 = 0; o0 < a.oc; o0 += 8 * VN) {
+    const int nv = static_cast<int>(std::min<int64_t>(VN, (a.oc - o0) / 8));
+    __m256i acc[P][VN];
     for (auto& row : acc) {
       for (auto& v : row) v = _mm256_setzero_si256();
     }
@@ -156,33 +131,6 @@ inline void depthwisePixelsAvx2(const DepthwiseQ8& a, const int8_t* const* taps,
     for (int v = 0; v < nv; ++v) {
       const int64_t o = o0 + 8 * v;
       for (int q = 0; q < P; ++q) e.store(acc[q][v], a.scales + o, a.bias + o, out + q * a.oc + o);
-    }
-  }
-}
-
-// depthwisePixelAvx512 on 8 lanes: one output pixel, multiplier 1, oc a multiple of 8, 64
-// channels per pass with the sums in registers across the taps. Under PT2Q_CPU_ISA=avx2 on the
-// Zen 5 VM the loops above (sums in memory) took 1.02-1.33x its time on MobileNet's layers, the
-// most on the first (32 channels at 112 x 112), where the compiler's loops are shortest.
-inline void depthwisePixelAvx2(const DepthwiseQ8& a, const int8_t* const* taps, const int32_t* const* wts, int ntaps,
-                               int8_t* out) {
-  const __m256i zx = _mm256_set1_epi32(a.zx);
-  const Q8EpilogueAvx2 e(a.epilogue);
-  constexpr int kNV = 8;
-  for (int64_t o0 = 0; o0 < a.oc; o0 += 8 * kNV) {
-    const int nv = static_cast<int>(std::min<int64_t>(kNV, (a.oc - o0) / 8));
-    __m256i acc[kNV];
-    for (auto& v : acc) v = _mm256_setzero_si256();
-    for (int t = 0; t < ntaps; ++t) {
-      for (int v = 0; v < nv; ++v) {
-        const __m256i x = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(taps[t] + o0 + 8 * v)));
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wts[t] + o0 + 8 * v));
-        acc[v] = _mm256_add_epi32(acc[v], _mm256_mullo_epi32(_mm256_sub_epi32(x, zx), w));
-      }
-    }
-    for (int v = 0; v < nv; ++v) {
-      const int64_t o = o0 + 8 * v;
-      e.store(acc[v], a.scales + o, a.bias + o, out + o);
     }
   }
 }
@@ -214,7 +162,8 @@ inline void depthwiseQ8Rows(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_
   if (vec) {
     const int8_t* taps[64];
     const int32_t* wts[64];
-    // kRun pixels a call where all their taps are inside: 8 vectors of sums either way
+    // kRun pixels a call where all their taps are inside, 32 channels a pass: 8 vectors of sums
+    // either way, as one pixel's 64 channels
 #if defined(PT2Q_VEC_AVX512)
     const Q8EpilogueAvx512 e(a.epilogue);
     constexpr int kRun = 4;
@@ -235,15 +184,15 @@ inline void depthwiseQ8Rows(const DepthwiseQ8& a, int64_t r0, int64_t r1, int32_
         const bool run = nt == a.kh * a.kw && last < a.ow && last * a.sw - a.pw + (a.kw - 1) * a.dw < a.w;
 #if defined(PT2Q_VEC_AVX512)
         if (run) {
-          depthwisePixelsAvx512<kRun>(a, taps, wts, nt, a.sw * a.c, e, out);
+          depthwisePixelsAvx512<kRun, 2>(a, taps, wts, nt, a.sw * a.c, e, out);
         } else {
-          depthwisePixelAvx512(a, taps, wts, nt, out);
+          depthwisePixelsAvx512<1, 4>(a, taps, wts, nt, 0, e, out);
         }
 #else
         if (run) {
-          depthwisePixelsAvx2<kRun>(a, taps, wts, nt, a.sw * a.c, e, out);
+          depthwisePixelsAvx2<kRun, 4>(a, taps, wts, nt, a.sw * a.c, e, out);
         } else {
-          depthwisePixelAvx2(a, taps, wts, nt, out);
+          depthwisePixelsAvx2<1, 8>(a, taps, wts, nt, 0, e, out);
         }
 #endif
         if (run) ow += kRun - 1;
