@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict
 
 import torch
 import torch.fx as fx
+from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from pt2q._C import graph as _C
 
@@ -348,9 +349,14 @@ def _fx_order(g: Graph, fx_meta: dict) -> list:
     return early + late + nodes[cut:]
 
 
-def to_fx(g: Graph) -> fx.GraphModule:
+def to_fx(g: Graph, *, lazy: bool = False) -> fx.GraphModule:
     """An FX ``GraphModule`` running ``g``. Nodes keep their names; nodes that came from FX keep
-    their original meta; constants are the graph's tensors (shared)."""
+    their original meta; constants are the graph's tensors (shared).
+
+    ``lazy=True`` defers generating its Python code (about 11 ms on a 2000-node graph, per
+    ``recompile()``) until the module is first called or its code is read: for a module that is
+    only inspected and edited, as prepare's annotation copy is."""
+    module_cls = _LazyGraphModule if lazy else fx.GraphModule
     fg = fx.Graph()
     env: Dict[str, fx.Node] = {}
     fx_meta = getattr(g, "_fx_meta", {})
@@ -399,7 +405,7 @@ def to_fx(g: Graph) -> fx.GraphModule:
         for path, sub in g.subgraphs().items():
             m, leaf = _parent_of(root, path)
             m.add_module(leaf, to_fx(sub))
-        gm = fx.GraphModule(root, fg, class_name=g.name)
+        gm = module_cls(root, fg, class_name=g.name)
     else:
         # Constants a pass added (e.g. folded weights) are not on `root`: GraphModule would fail to
         # copy them, so they are set afterwards; constants no node uses any more are left behind.
@@ -410,7 +416,7 @@ def to_fx(g: Graph) -> fx.GraphModule:
             placeholders[p] = g.constants()[p]
             _set_attr_path(root, p, placeholders[p])
         try:
-            gm = fx.GraphModule(root, fg, class_name=type(root).__name__)
+            gm = module_cls(root, fg, class_name=type(root).__name__)
         finally:
             for p in fresh:
                 _del_attr_path(root, p)

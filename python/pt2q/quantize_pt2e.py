@@ -34,10 +34,13 @@ def _check_exported(model, who: str) -> None:
 
 
 def _copy_through_ir(model: fx.GraphModule, passes: list[str]) -> fx.GraphModule:
+    """A copy of `model` with `passes` run on it, for the quantizer to transform and annotate.
+    Lazy: its Python code is generated only if the quantizer calls it or reads it, since the
+    prepared model is built afresh from its graph."""
     g = _graph.from_fx(model)
     if passes:
         g.run_passes(passes)
-    return _graph.to_fx(g)
+    return _graph.to_fx(g, lazy=True)
 
 
 def _key(gm_nodes: dict, key):

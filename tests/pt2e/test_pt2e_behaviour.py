@@ -410,6 +410,56 @@ def test_prepare_obs_or_fq_callback_can_replace_an_observer():
     assert last_q.args[1:3] == (0.125, 3)
 
 
+
+class ConvBn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class RunsItsModel(ConvQuantizer):
+    """A quantizer that runs the model it annotates and reads its code (prepare hands it a copy
+    whose code is generated only on demand)."""
+
+    def __init__(self, x):
+        super().__init__()
+        self.x, self.seen = x, {}
+
+    def transform_for_annotation(self, model):
+        self.seen["transformed"] = model(self.x)
+        return model
+
+    def annotate(self, model):
+        super().annotate(model)
+        self.seen["annotated"] = model(self.x)
+        self.seen["code"] = model.code
+        return model
+
+
+def test_quantizer_can_run_and_print_the_model_it_annotates():
+    m = ConvBn().eval()
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-1, 1)
+        m.bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 6, 6)
+    q = RunsItsModel(x)
+    prepared = pt2q.prepare_pt2e(export(m, (x,)), q)
+    expected = m(x)
+    # The BatchNorm is folded into the conv it sees: same values within fp32 rounding, no batch_norm call.
+    torch.testing.assert_close(q.seen["transformed"], expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(q.seen["annotated"], expected, rtol=1e-5, atol=1e-5)
+    assert "conv2d" in q.seen["code"] and "batch_norm" not in q.seen["code"]
+    # What the caller gets is an ordinary GraphModule with its code generated.
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+    assert not isinstance(prepared, _LazyGraphModule)
+    assert "activation_post_process_" in prepared.code
+    torch.testing.assert_close(prepared(x), expected, rtol=1e-5, atol=1e-5)
+
+
 class Dropout(nn.Module):
     def __init__(self):
         super().__init__()
