@@ -56,15 +56,19 @@ def _value(v) -> str:
     return str(v) if isinstance(v, (torch.dtype, torch.qscheme)) else repr(v)
 
 
-def _check_node(n, gm: fx.GraphModule, where: str) -> fx.Node:
+def _check_node(n, gm: fx.GraphModule, where: str, copied: dict | None = None) -> fx.Node:
+    """`n` itself, or with `copied` (gm's nodes by name, for a graph copied with its annotations)
+    gm's node of n's name."""
     if not isinstance(n, fx.Node):
         raise AnnotationError(f"{where}: {n!r} is not a node (only nodes of the graph can be annotated)")
     if n.graph is not gm.graph:
+        if copied is not None and n.name in copied:
+            return copied[n.name]
         raise AnnotationError(f"{where}: %{n.name} is a node of another graph")
     return n
 
 
-def _ref(spec, table: SpecTable, gm: fx.GraphModule, where: str) -> str:
+def _ref(spec, table: SpecTable, gm: fx.GraphModule, where: str, copied: dict | None = None) -> str:
     kind = _kind(spec)
     if kind == "none":
         return "none"
@@ -73,15 +77,16 @@ def _ref(spec, table: SpecTable, gm: fx.GraphModule, where: str) -> str:
         if isinstance(target, tuple):
             if len(target) != 2:
                 raise AnnotationError(f"{where}: SharedQuantizationSpec needs a node or a (producer, consumer) edge")
-            a, b = (_check_node(t, gm, where) for t in target)
+            a, b = (_check_node(t, gm, where, copied) for t in target)
             return f"shared(%{a.name}, %{b.name})"
-        return f"shared(%{_check_node(target, gm, where).name})"
+        return f"shared(%{_check_node(target, gm, where, copied).name})"
     attrs = ", ".join(f"{a}={_value(getattr(spec, a))}" for a in _SHARING_ATTRS if hasattr(spec, a))
     return f"spec#{table.id_of(spec)}{{{attrs}}}"
 
 
-def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable) -> str:
-    """The printed form of node.meta["quantization_annotation"] ("" when there is none)."""
+def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable, copied: dict | None = None) -> str:
+    """The printed form of node.meta["quantization_annotation"] ("" when there is none). `copied`:
+    see _check_node."""
     qa = node.meta.get(Q_ANNOTATION_KEY)
     if qa is None:
         return ""
@@ -89,11 +94,11 @@ def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable) -> str:
     parts = []
     qmap = getattr(qa, "input_qspec_map", None) or {}
     for arg, spec in qmap.items():
-        arg = _check_node(arg, gm, where)
-        parts.append(f"in %{arg.name} = {_ref(spec, table, gm, where)}")
+        arg = _check_node(arg, gm, where, copied)
+        parts.append(f"in %{arg.name} = {_ref(spec, table, gm, where, copied)}")
     out = getattr(qa, "output_qspec", None)
     if out is not None:
-        parts.append(f"out = {_ref(out, table, gm, where)}")
+        parts.append(f"out = {_ref(out, table, gm, where, copied)}")
     if not getattr(qa, "allow_implicit_sharing", True):
         parts.append("implicit_sharing = false")
     if getattr(qa, "_annotated", False):
@@ -106,15 +111,19 @@ def annotation_text(node: fx.Node, gm: fx.GraphModule, table: SpecTable) -> str:
 def annotated_ir(gm: fx.GraphModule, annotations_from: fx.GraphModule | None = None):
     """(the pt2q IR of `gm` with each node's annotation in printed form, the spec table). The
     annotations are read from `annotations_from` when given (a model `gm` was copied from: a
-    copied graph's meta still points at the original's nodes), matched to `gm`'s nodes by name."""
+    copied graph's meta still points at the original's nodes), matched to `gm`'s nodes by name.
+    There, an annotation's nodes may also belong to a graph `annotations_from` itself was copied
+    from (``copy.deepcopy`` of a prepared model shares its annotations with the original): they
+    stand for its nodes of the same names, as torchao's convert, which never reads them, allows."""
     from pt2q import graph as _graph
 
     source = gm if annotations_from is None else annotations_from
+    copied = None if annotations_from is None else {n.name: n for n in source.graph.nodes}
     g = _graph.from_fx(gm)
     table = SpecTable()
     by_name = {n.name: n for n in g.nodes()}
     for n in source.graph.nodes:
-        text = annotation_text(n, source, table)
+        text = annotation_text(n, source, table, copied)
         if text and n.name in by_name:
             by_name[n.name].annotation = text
     return g, table

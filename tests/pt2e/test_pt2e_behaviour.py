@@ -460,6 +460,30 @@ def test_quantizer_can_run_and_print_the_model_it_annotates():
     torch.testing.assert_close(prepared(x), expected, rtol=1e-5, atol=1e-5)
 
 
+
+def test_convert_takes_a_deep_copy_of_the_prepared_model():
+    """copy.deepcopy of a GraphModule copies node.meta shallowly, so the copy's annotations still
+    name the original's nodes. torchao converts such a copy too (but its metadata port then
+    misses the stack traces of the input dequantizes); pt2q converts it as the original."""
+    m, x = ConvBn().eval(), torch.randn(2, 3, 6, 6)
+    for per_channel in (False, True):
+        q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=per_channel))
+        prepared = pt2q.prepare_pt2e(export(m, (x,)), q)
+        prepared(x)
+        twin = copy.deepcopy(prepared)
+        qa = next(n.meta["quantization_annotation"] for n in twin.graph.nodes if "quantization_annotation" in n.meta)
+        assert all(k.graph is prepared.graph for k in qa.input_qspec_map)  # what makes this case
+        from_copy, from_original = pt2q.convert_pt2e(twin), pt2q.convert_pt2e(prepared)
+        compare.assert_same_graph(from_copy, from_original)
+        compare.assert_same_constants(from_copy, from_original)
+        torch.testing.assert_close(from_copy(x), from_original(x), rtol=0, atol=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = ao.prepare_pt2e(export(m, (x,)), AoAdapter(q))
+            a(x)
+            compare.assert_same_graph(ao.convert_pt2e(a), from_copy)
+
+
 class Dropout(nn.Module):
     def __init__(self):
         super().__init__()
