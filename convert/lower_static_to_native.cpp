@@ -2,10 +2,19 @@
 // its input and a per-tensor quantize of its output (what XNNPACKQuantizer / X86InductorQuantizer
 // produce) becomes one int8-in, int8-out native op on the input codes; a relu between the op and
 // the quantize folds into the output clamp (output_quant_min = zero point). Matched only when the
-// weight is a constant int8 per-channel (axis 0) symmetric dequantize, conv2d's groups is a literal
-// 1, that of a depthwise convolution (one input channel per group) or of a grouped one that
-// conv2d_q8 runs directly (groupedConvRunsDirect: 4, 8, ... channels per group, as ResNeXt's), passed
-// on as conv2d_q8's last argument, the linear / relu feed nothing else, and every qparam is a literal.
+// weight is a constant int8 symmetric dequantize, per channel (axis 0) or per tensor (XNNPACK's
+// default config: its scale becomes a constant of one fp32 value per output channel), conv2d's
+// groups is a literal 1, that of a depthwise convolution (one input channel per group) or of a
+// grouped one that conv2d_q8 runs directly (groupedConvRunsDirect: 4, 8, ... channels per group, as
+// ResNeXt's), passed on as conv2d_q8's last argument, the linear / relu feed nothing else, and
+// every qparam is a literal.
+//
+// uint8 activations (X86InductorQuantizer's) lower too: codes u with zero point z hold the values of
+// int8 codes u - 128 with zero point z - 128, and quantize_per_tensor's uint8 codes for (z, qmin,
+// qmax) are exactly 128 above its int8 codes for (z - 128, qmin - 128, qmax - 128) (the rounding and
+// the clamp commute with the shift). So the quantize that feeds the op's input and the one the op
+// replaces, each with all its dequantizes, move to int8 first, which changes no value; a quantize
+// whose users are not all dequantizes of its own qparams keeps the site unlowered.
 //
 // Before:
 //   %dqx = quantized_decomposed.dequantize_per_tensor(%qx, 0.02, -3, -128, 127, torch.int8)
@@ -19,9 +28,25 @@
 //   %q = pt2q.conv2d_q8(%qx, 0.02, -3, %p, %s, %b, [3, 3], [1, 1], [1, 1], [1, 1], 0.05, -128, -128, 127)
 // (a depthwise conv2d of 32 channels: the weight [32, 1, 3, 3] packed the same way, and 32 as a
 // last argument, groups).
+//
+// Before (uint8, a per-tensor weight):
+//   %qx = quantized_decomposed.quantize_per_tensor(%x, 0.02, 125, 0, 255, torch.uint8)
+//   %dqx = quantized_decomposed.dequantize_per_tensor(%qx, 0.02, 125, 0, 255, torch.uint8)
+//   %dqw = quantized_decomposed.dequantize_per_tensor(%w, 0.003, 0, -127, 127, torch.int8)
+//   %y = aten.linear(%dqx, %dqw, %b)
+//   %q = quantized_decomposed.quantize_per_tensor(%y, 0.05, 130, 0, 255, torch.uint8)
+//   %dq = quantized_decomposed.dequantize_per_tensor(%q, 0.05, 130, 0, 255, torch.uint8)
+// After:
+//   %qx = quantized_decomposed.quantize_per_tensor(%x, 0.02, -3, -128, 127, torch.int8)
+//   %p = get_attr "_packed_weight0"
+//   %s = get_attr "_packed_scale0"          // [N] fp32, all 0.003f
+//   %q = pt2q.linear_q8(%qx, 0.02, -3, %p, %s, %b, 0.05, 2, -128, 127)
+//   %dq = quantized_decomposed.dequantize_per_tensor(%q, 0.05, 2, -128, 127, torch.int8)
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "convert/native_lowering.h"
@@ -33,13 +58,19 @@ namespace {
 
 bool isInt(const Argument& a, int64_t v) { return a.is<int64_t>() && a.as<int64_t>() == v; }
 bool isInt8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kChar; }
+bool isUint8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kByte; }
 
-// A per-tensor int8 quantize / dequantize with literal qparams: (input, scale, zp, qmin, qmax).
+constexpr const char* kQuantize = "quantized_decomposed.quantize_per_tensor";
+constexpr const char* kDequantize = "quantized_decomposed.dequantize_per_tensor";
+
+// A per-tensor int8 or uint8 quantize / dequantize with literal qparams: (input, scale, zp, qmin,
+// qmax, dtype).
 struct PerTensor {
   Node* node;
   Argument input;
   double scale;
   int64_t zero_point, qmin, qmax;
+  bool is_uint8;
 };
 
 std::optional<PerTensor> perTensor(Node* n, const char* target) {
@@ -48,10 +79,38 @@ std::optional<PerTensor> perTensor(Node* n, const char* target) {
   }
   const auto& a = n->args();
   if (a.size() != 6 || !a[1].is<double>() || !a[2].is<int64_t>() || !a[3].is<int64_t>() || !a[4].is<int64_t>() ||
-      !isInt8(a[5])) {
+      !(isInt8(a[5]) || isUint8(a[5]))) {
     return std::nullopt;
   }
-  return PerTensor{n, a[0], a[1].as<double>(), a[2].as<int64_t>(), a[3].as<int64_t>(), a[4].as<int64_t>()};
+  return PerTensor{n, a[0], a[1].as<double>(), a[2].as<int64_t>(), a[3].as<int64_t>(), a[4].as<int64_t>(),
+                   isUint8(a[5])};
+}
+
+// A uint8 quantize and its dequantizes, which move to int8 together (see the top), or nothing when
+// a user is not a dequantize of the same qparams.
+std::optional<std::vector<Node*>> uint8Group(Node* qn) {
+  auto q = perTensor(qn, kQuantize);
+  if (!q || !q->is_uint8 || q->qmin < 0 || q->qmax > 255) return std::nullopt;
+  std::vector<Node*> group{qn};
+  for (Node* u : qn->users()) {
+    auto d = perTensor(u, kDequantize);
+    if (!d || !d->input.isNode() || d->input.node() != qn || d->scale != q->scale || d->zero_point != q->zero_point ||
+        d->qmin != q->qmin || d->qmax != q->qmax || !d->is_uint8) {
+      return std::nullopt;
+    }
+    group.push_back(u);
+  }
+  return group;
+}
+
+// Rewrites a uint8Group's nodes to int8: zero point, qmin and qmax 128 lower, dtype int8.
+void shiftToInt8(Node* n) {
+  std::vector<Argument> a = n->args();
+  a[2] = a[2].as<int64_t>() - 128;
+  a[3] = a[3].as<int64_t>() - 128;
+  a[4] = a[4].as<int64_t>() - 128;
+  a[5] = c10::kChar;
+  n->setArgs(std::move(a));
 }
 
 std::optional<std::vector<int64_t>> intPair(const std::vector<Argument>& args, size_t i, int64_t dflt) {
@@ -75,12 +134,14 @@ struct StaticSite {
   bool relu;
   const at::Tensor* weight;
   Argument scales, bias;
+  std::optional<at::Tensor> new_scales;  // a per-tensor weight's, one per output channel
+  std::vector<Node*> to_int8;            // uint8 quantizes and dequantizes that move to int8
   std::vector<int64_t> stride, padding, dilation;  // conv2d
   int64_t groups = 1;
 };
 
 std::optional<StaticSite> match(const Graph& g, Node* qn) {
-  auto q = perTensor(qn, "quantized_decomposed.quantize_per_tensor");
+  auto q = perTensor(qn, kQuantize);
   if (!q || !q->input.isNode()) return std::nullopt;
   Node* y = q->input.node();
   bool relu = false;
@@ -93,38 +154,59 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
     return std::nullopt;
   }
   const auto& a = y->args();
-  auto in = a[0].isNode() ? perTensor(a[0].node(), "quantized_decomposed.dequantize_per_tensor") : std::nullopt;
-  if (!in || in->qmin != -128 || in->qmax != 127) return std::nullopt;
-  // The weight: dequantize_per_channel(codes, scales, zero points, 0, qmin, qmax, int8) on constants.
-  if (!a[1].isNode() || a[1].node()->target() != "quantized_decomposed.dequantize_per_channel") return std::nullopt;
-  const auto& d = a[1].node()->args();
-  if (d.size() != 7 || !a[1].node()->kwargs().empty() || !isInt(d[3], 0) || !isInt8(d[6])) return std::nullopt;
-  const at::Tensor* w = constantOf(g, d[0]);
-  const at::Tensor* s = constantOf(g, d[1]);
-  const at::Tensor* z = constantOf(g, d[2]);
-  if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar ||
-      !(w->device().is_cpu() || w->device().is_cuda()) ||
-      s->dim() != 1 || s->size(0) != w->size(0) || z->numel() != s->numel() || z->ne(0).any().item<bool>()) {
-    return std::nullopt;
+  auto in = a[0].isNode() ? perTensor(a[0].node(), kDequantize) : std::nullopt;
+  if (!in || in->is_uint8 != q->is_uint8) return std::nullopt;
+  const int64_t shift = q->is_uint8 ? 128 : 0;  // to the int8 codes the op reads and writes
+  if (in->qmin - shift != -128 || in->qmax - shift != 127) return std::nullopt;
+  if (!(q->qmin - shift >= -128 && q->qmin <= q->qmax && q->qmax - shift <= 127)) return std::nullopt;
+  StaticSite site{qn, y, *in, *q, relu, nullptr, Argument(), a.size() > 2 ? a[2] : Argument(), std::nullopt, {},
+                  {}, {}, {}};
+  // The weight: dequantize_per_channel(codes, scales, zero points, 0, qmin, qmax, int8) on constants,
+  // or a per-tensor one.
+  if (auto pt = perTensorWeight(g, a[1])) {
+    site.weight = pt->codes;
+    site.new_scales = std::move(pt->scales);
+  } else {
+    if (!a[1].isNode() || a[1].node()->target() != "quantized_decomposed.dequantize_per_channel") return std::nullopt;
+    const auto& d = a[1].node()->args();
+    if (d.size() != 7 || !a[1].node()->kwargs().empty() || !isInt(d[3], 0) || !isInt8(d[6])) return std::nullopt;
+    const at::Tensor* w = constantOf(g, d[0]);
+    const at::Tensor* s = constantOf(g, d[1]);
+    const at::Tensor* z = constantOf(g, d[2]);
+    if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar ||
+        !(w->device().is_cpu() || w->device().is_cuda()) ||
+        s->dim() != 1 || s->size(0) != w->size(0) || z->numel() != s->numel() || z->ne(0).any().item<bool>()) {
+      return std::nullopt;
+    }
+    site.weight = w;
+    site.scales = d[1];
   }
-  if (!(q->qmin >= -128 && q->qmin <= q->qmax && q->qmax <= 127)) return std::nullopt;
-  StaticSite site{qn, y, *in, *q, relu, w, d[1], a.size() > 2 ? a[2] : Argument(), {}, {}, {}};
+  const at::Tensor* w = site.weight;
   if (linear) {
     if (w->dim() != 2 || a.size() > 3) return std::nullopt;
-    return site;
+  } else {
+    auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
+    const bool literal_groups = a.size() <= 6 || (a[6].is<int64_t>() && a[6].as<int64_t>() > 0);
+    if (w->dim() != 4 || !st || !pad || !dil || !literal_groups || a.size() > 7) return std::nullopt;
+    site.stride = *st, site.padding = *pad, site.dilation = *dil;
+    site.groups = a.size() > 6 ? a[6].as<int64_t>() : 1;
+    // Grouped convolutions with several input channels per group lower where the VNNI direct
+    // kernel takes them (2.3-15.9x the chain on ResNeXt-style 3x3 layers, 2-core Zen 5 VM; the AVX2
+    // one takes nearly all of those too, 1.4-5.0x); the others stay q/dq: conv2d_q8 runs those group
+    // by group, as slow as the chain or slower.
+    if (site.groups != 1 && w->size(1) != 1 &&
+        !groupedConvRunsDirect(w->size(1), w->size(0) / site.groups, w->size(0), w->size(2) * w->size(3))) {
+      return std::nullopt;
+    }
   }
-  auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
-  const bool literal_groups = a.size() <= 6 || (a[6].is<int64_t>() && a[6].as<int64_t>() > 0);
-  if (w->dim() != 4 || !st || !pad || !dil || !literal_groups || a.size() > 7) return std::nullopt;
-  site.stride = *st, site.padding = *pad, site.dilation = *dil;
-  site.groups = a.size() > 6 ? a[6].as<int64_t>() : 1;
-  // Grouped convolutions with several input channels per group lower where the VNNI direct
-  // kernel takes them (2.3-15.9x the chain on ResNeXt-style 3x3 layers, 2-core Zen 5 VM; the AVX2
-  // one takes nearly all of those too, 1.4-5.0x); the others stay q/dq: conv2d_q8 runs those group
-  // by group, as slow as the chain or slower.
-  if (site.groups != 1 && w->size(1) != 1 &&
-      !groupedConvRunsDirect(w->size(1), w->size(0) / site.groups, w->size(0), w->size(2) * w->size(3))) {
-    return std::nullopt;
+  if (q->is_uint8) {
+    // The input's quantize and the output quantize, each with all its dequantizes.
+    Node* qx = in->input.isNode() ? in->input.node() : nullptr;
+    auto from = qx != nullptr ? uint8Group(qx) : std::nullopt;
+    auto to = uint8Group(qn);
+    if (!from || !to) return std::nullopt;
+    site.to_int8 = std::move(*from);
+    site.to_int8.insert(site.to_int8.end(), to->begin(), to->end());
   }
   return site;
 }
@@ -148,13 +230,24 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
     const at::Tensor w = s.weight->dim() == 4 ? s.weight->permute({0, 2, 3, 1}) : *s.weight;
     packed.push_back(packWeightConstant(w.reshape({w.size(0), -1}).contiguous(), 8));
   }
+  // uint8 chains move to int8 first (a quantize may feed one site and close another: once each).
+  std::set<Node*> shifted;
+  for (const StaticSite& s : sites) {
+    for (Node* n : s.to_int8) {
+      if (shifted.insert(n).second) shiftToInt8(n);
+    }
+  }
   for (size_t i = 0; i < sites.size(); ++i) {
     const StaticSite& s = sites[i];
+    const int64_t shift = s.out.is_uint8 ? 128 : 0;
+    const int64_t in_zp = s.in.zero_point - shift, out_zp = s.out.zero_point - shift;
+    const int64_t out_min = s.out.qmin - shift, out_max = s.out.qmax - shift;
     Node* attr = addPackedWeight(g, taken, packed[i], s.q);
+    const Argument scales = s.new_scales ? Argument(addConstant(g, taken, "_packed_scale", *s.new_scales, s.q)) : s.scales;
     // relu(y) quantizes to max(code(y), zero_point): the clamp's lower end.
-    const int64_t qmin = s.relu ? std::max(s.out.qmin, s.out.zero_point) : s.out.qmin;
+    const int64_t qmin = s.relu ? std::max(out_min, out_zp) : out_min;
     // The input read now, from the dequantize: an earlier site may have replaced its producer.
-    std::vector<Argument> args{s.in.node->args()[0], s.in.scale, s.in.zero_point, Argument(attr), s.scales, s.bias};
+    std::vector<Argument> args{s.in.node->args()[0], s.in.scale, in_zp, Argument(attr), scales, s.bias};
     const bool conv = s.op->target() == "aten.conv2d";
     if (conv) {
       args.emplace_back(ints({s.weight->size(2), s.weight->size(3)}));
@@ -162,8 +255,7 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
       args.emplace_back(ints(s.padding));
       args.emplace_back(ints(s.dilation));
     }
-    for (const Argument& x : {Argument(s.out.scale), Argument(s.out.zero_point), Argument(qmin),
-                              Argument(s.out.qmax)}) {
+    for (const Argument& x : {Argument(s.out.scale), Argument(out_zp), Argument(qmin), Argument(out_max)}) {
       args.push_back(x);
     }
     if (conv && s.groups != 1) args.emplace_back(s.groups);

@@ -1,8 +1,9 @@
 // lower-to-native: quantized linears become pt2q's native ops, the weight packed at convert time
 // (convert_pt2e(..., lower_to_native=True)). A match needs a dequantized constant weight on
-// aten.linear: int8 codes per output channel (dequantize_per_channel, axis 0) or per group
-// (dequantize_per_channel_group; codes in [-8, 7] with groups of a multiple of 32 take the int4
-// kernels). The linear's input picks the activation side: a per-token dynamic chain on x
+// aten.linear: int8 codes per output channel (dequantize_per_channel, axis 0), per tensor
+// (dequantize_per_tensor, symmetric: XNNPACK's default config; the scale becomes a constant of one
+// fp32 value per output channel) or per group (dequantize_per_channel_group; codes in [-8, 7] with
+// groups of a multiple of 32 take the int4 kernels). The linear's input picks the activation side: a per-token dynamic chain on x
 // (choose_qparams_per_token_asymmetric -> quantize/dequantize_per_token) gives
 // linear_w8a8 / linear_w4a8 on x, XNNPACK's per-tensor one (choose_qparams.tensor ->
 // quantize/dequantize_per_tensor.tensor) the same with per_tensor_eps, anything else the
@@ -54,12 +55,17 @@ struct Weight {
   const at::Tensor* codes = nullptr;
   Argument scales, zero_points;
   int bits = 8;
+  std::optional<at::Tensor> new_scales;  // a per-tensor weight's, one per output channel (no zero points)
 };
 
 // dequantize_per_channel(w, s, zp, 0, qmin, qmax, int8) or
-// dequantize_per_channel_group(w, s, zp, qmin, qmax, int8, group_size, out_dtype) on constants.
+// dequantize_per_channel_group(w, s, zp, qmin, qmax, int8, group_size, out_dtype) on constants, or
+// a symmetric per-tensor weight (perTensorWeight).
 std::optional<Weight> lowerableWeight(const Graph& g, const Argument& wa) {
   if (!wa.isNode()) return std::nullopt;
+  if (auto pt = perTensorWeight(g, wa); pt && pt->codes->dim() == 2) {
+    return Weight{wa.node(), pt->codes, Argument(), Argument(), 8, std::move(pt->scales)};
+  }
   Node* dq = wa.node();
   const auto& a = dq->args();
   // A bf16 / fp16 model's dequantize carries out_dtype: the native ops compute in fp32 and return
@@ -194,14 +200,41 @@ at::Tensor packWeightConstant(const at::Tensor& w, int bits) {
   return bits == 4 ? op4.call(w) : op8.call(w);
 }
 
-Node* addPackedWeight(Graph& g, const std::set<std::string>& taken, at::Tensor packed, Node* before) {
+Node* addConstant(Graph& g, const std::set<std::string>& taken, const std::string& prefix, at::Tensor value,
+                  Node* before) {
   std::string name;
   for (int64_t i = 0;; ++i) {
-    name = "_packed_weight" + std::to_string(i);
+    name = prefix + std::to_string(i);
     if (!taken.count(name) && !g.constants().count(name) && !g.subgraphs().count(name)) break;
   }
-  g.constants()[name] = std::move(packed);
+  g.constants()[name] = std::move(value);
   return g.create(NodeKind::kGetAttr, name, {}, {}, g.uniqueName(name), before);
+}
+
+Node* addPackedWeight(Graph& g, const std::set<std::string>& taken, at::Tensor packed, Node* before) {
+  return addConstant(g, taken, "_packed_weight", std::move(packed), before);
+}
+
+std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& wa) {
+  if (!wa.isNode()) return std::nullopt;
+  Node* dq = wa.node();
+  const auto& a = dq->args();
+  for (const auto& [key, value] : dq->kwargs()) {
+    if (key != "out_dtype" || !value.is<c10::ScalarType>()) return std::nullopt;
+  }
+  if (dq->target() != "quantized_decomposed.dequantize_per_tensor" || a.size() != 6 || !a[1].is<double>() ||
+      !isInt(a[2], 0) || !isInt8(a[5])) {
+    return std::nullopt;
+  }
+  const at::Tensor* w = constantOf(g, a[0]);
+  if (w == nullptr || w->scalar_type() != c10::kChar || (w->dim() != 2 && w->dim() != 4) ||
+      !(w->device().is_cpu() || w->device().is_cuda())) {
+    return std::nullopt;
+  }
+  // The dequantize multiplies fp32 codes by the scale cast to fp32 (a Python float against an fp32
+  // tensor), so the per-channel scales are that fp32 value.
+  const auto scale = static_cast<float>(a[1].as<double>());
+  return PerTensorWeight{w, at::full({w->size(0)}, scale, w->options().dtype(at::kFloat))};
 }
 
 int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
@@ -229,13 +262,16 @@ int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
     Node* attr = addPackedWeight(g, taken, packed[i], linear);
     const Argument bias = linear->args().size() > 2 ? linear->args()[2] : Argument();
     // Symmetric weights have all-zero zero points: the kernels then skip their correction.
-    const bool zero = !constantOf(g, site.weight.zero_points)->ne(0).any().item<bool>();
+    const bool zero = site.weight.new_scales || !constantOf(g, site.weight.zero_points)->ne(0).any().item<bool>();
     const Argument zp = zero ? Argument() : site.weight.zero_points;
+    const Argument scales = site.weight.new_scales
+                                ? Argument(addConstant(g, taken, "_packed_scale", *site.weight.new_scales, linear))
+                                : site.weight.scales;
     const std::string op = "linear_w" + std::to_string(site.weight.bits) + (site.dynamic_x ? "a8" : "a16");
     const Argument x = site.dynamic_x ? Argument(site.dynamic_x) : linear->args()[0];
     std::vector<std::pair<std::string, Argument>> kwargs;
     if (site.per_tensor_eps) kwargs.emplace_back("per_tensor_eps", *site.per_tensor_eps);
-    Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, {x, Argument(attr), site.weight.scales, zp, bias},
+    Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, {x, Argument(attr), scales, zp, bias},
                             std::move(kwargs), g.uniqueName(op), linear);
     native->meta() = linear->meta();
     native->meta().annotation.clear();

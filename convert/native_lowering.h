@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -17,9 +18,23 @@ const at::Tensor* constantOf(const Graph& g, const Argument& a);
 /// pt2q::pack_weight_int{bits}(w) through the dispatcher.
 at::Tensor packWeightConstant(const at::Tensor& w, int bits);
 
-/// `packed` as a new constant _packed_weight{i} (the smallest i free of `taken`, the graph's
-/// constants and subgraphs) read by a new get_attr placed before `before`.
+/// `value` as a new constant {prefix}{i} (the smallest i free of `taken`, the graph's constants
+/// and subgraphs) read by a new get_attr placed before `before`.
+Node* addConstant(Graph& g, const std::set<std::string>& taken, const std::string& prefix, at::Tensor value,
+                  Node* before);
+
+/// `packed` as a new constant _packed_weight{i} (addConstant).
 Node* addPackedWeight(Graph& g, const std::set<std::string>& taken, at::Tensor packed, Node* before);
+
+/// A weight quantized per tensor (XNNPACKQuantizer's default config):
+/// dequantize_per_tensor(codes, scale, 0, qmin, qmax, int8) on a constant int8 tensor of 2 or 4
+/// dimensions, literal qparams. `scales` holds the scale once per output channel (dim 0) in fp32,
+/// which is how the dequantize applies it, so the per-channel kernels compute the same values.
+struct PerTensorWeight {
+  const at::Tensor* codes;
+  at::Tensor scales;
+};
+std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& dq);
 
 /// Static int8 chains dq(x) -> linear / conv2d [-> relu] -> q with a constant int8 per-channel
 /// symmetric weight become pt2q.linear_q8 / conv2d_q8 on the input codes

@@ -24,7 +24,9 @@ from pt2q.quantizer import (
     Int8WeightOnlyQuantizer,
     MXQuantizationConfig,
     MXQuantizer,
+    X86InductorQuantizer,
     XNNPACKQuantizer,
+    get_default_x86_inductor_quantization_config,
     get_symmetric_quantization_config,
 )
 
@@ -131,6 +133,12 @@ def main():
             get_symmetric_quantization_config(is_per_channel=True)), True, False),
         ("int8 static, native", XNNPACKQuantizer().set_global(
             get_symmetric_quantization_config(is_per_channel=True)), True, True),
+        ("int8 static per-tensor nat", XNNPACKQuantizer().set_global(
+            get_symmetric_quantization_config()), True, True),
+        ("uint8 static (X86)", X86InductorQuantizer().set_global(
+            get_default_x86_inductor_quantization_config()), True, False),
+        ("uint8 static (X86), native", X86InductorQuantizer().set_global(
+            get_default_x86_inductor_quantization_config()), True, True),
         ("int8 dynamic (linear)", XNNPACKQuantizer().set_global(
             get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)), True, False),
         ("int8 dynamic, native", XNNPACKQuantizer().set_global(
@@ -182,7 +190,8 @@ def main():
           "tensor for XNNPACK's dynamic config, MX blocks of 32), the convolutions in float (the MX\n"
           "ones on weights kept as packed codes + E8M0 scales, dequantized per call); \"int8 static,\n"
           "native\" runs its convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in\n"
-          "and out). --compile lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq ->\n"
+          "and out), and so do the per-tensor and X86 ones (X86's uint8 codes shifted to int8; its\n"
+          "last linear, whose output X86 leaves float, runs linear_w8a16). --compile lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq ->\n"
           "max_pool2d -> q on CPU tensors).")
 
 

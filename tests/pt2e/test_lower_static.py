@@ -71,13 +71,88 @@ def test_static_chains_lower_and_match_the_qdq_model(seed):
     assert sum(float((qdq(x2) != low(x2)).float().mean()) for x2 in xs) / len(xs) < 0.05
 
 
-def test_uint8_activations_keep_their_chain():
-    """X86InductorQuantizer's activations are uint8: the static pattern (int8) does not apply, the
-    weights still lower (weight-only linear) and the convs stay q/dq."""
-    qdq, low, x = _flow(X86InductorQuantizer().set_global(get_default_x86_inductor_quantization_config()))
+def _x86():
+    return X86InductorQuantizer().set_global(get_default_x86_inductor_quantization_config())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_uint8_chains_lower_through_int8_codes(seed):
+    """X86InductorQuantizer's activations are uint8: each chain it closes with a quantize runs on
+    int8 codes 128 below (zero point, clamp and every dequantize of those codes shifted with them,
+    which changes no value), the last linear (its output not quantized) weight-only; the output is
+    within one input step of that linear of the q/dq model's, and mostly identical."""
+    qdq, low, x = _flow(_x86(), seed)
     targets = _targets(low)
-    assert P.conv2d_q8.default not in targets and P.linear_q8.default not in targets
-    torch.testing.assert_close(low(x), qdq(x), rtol=1e-4, atol=1e-4)
+    assert targets.count(P.conv2d_q8.default) == 3 and targets.count(P.linear_q8.default) == 1
+    assert targets.count(P.linear_w8a16.default) == 1
+    assert not any(t in targets for t in (torch.ops.aten.conv2d.default, torch.ops.aten.linear.default))
+    # no uint8 code is left: every quantize / dequantize that remains was shifted to int8
+    for n in low.graph.nodes:
+        if n.target in (QD.quantize_per_tensor.default, QD.dequantize_per_tensor.default):
+            assert n.args[3:] == (-128, 127, torch.int8), n.format_node()
+    # each native op reads codes of a quantize of the q/dq model (known by its scale), whose uint8
+    # zero point z is now z - 128; its own output's likewise
+    uint8_q = {n.args[1]: n.args[2] for n in qdq.graph.nodes if n.target == QD.quantize_per_tensor.default}
+    assert uint8_q and all(n.args[3:] == (0, 255, torch.uint8) for n in qdq.graph.nodes
+                           if n.target == QD.quantize_per_tensor.default)
+    for n in low.graph.nodes:
+        if n.target in (P.conv2d_q8.default, P.linear_q8.default):
+            assert n.args[2] == uint8_q[n.args[1]] - 128 and n.args[-3] == uint8_q[n.args[-4]] - 128, n.format_node()
+            assert n.args[-1] == 127 and n.args[-2] in (-128, n.args[-3]), n.format_node()
+    last = next(n for n in qdq.graph.nodes if n.target == torch.ops.aten.linear.default
+                and n.args[0].target == QD.dequantize_per_tensor.default and n.next.op == "output")
+    step = last.args[0].args[1]
+    w = getattr(qdq, last.args[1].args[0].target).float() * getattr(qdq, last.args[1].args[1].target)[:, None]
+    a, b = qdq(x).detach(), low(x).detach()
+    assert float((a - b).abs().max()) <= 1.5 * step * float(w.detach().abs().sum(1).max())
+    # apart from the last linear's fp32 summation order, mostly identical codes
+    xs = [torch.randn(4, 3, 8, 8) * 1.5 for _ in range(16)]
+    off = [float((~torch.isclose(qdq(x2), low(x2), rtol=1e-5, atol=1e-6)).float().mean()) for x2 in xs]
+    assert sum(off) / len(off) < 0.05
+
+
+def test_uint8_shift_is_exact_for_quantize_and_dequantize():
+    """The identity the uint8 lowering rests on, on torch's own ops: uint8 codes for (z, 0, 255)
+    are the int8 codes for (z - 128, -128, 127) plus 128, and dequantize to the same values."""
+    torch.manual_seed(0)
+    x = torch.cat([torch.randn(4096) * 40, torch.tensor([float("inf"), float("-inf"), 1e30, -1e30, 0.0, -0.0])])
+    for scale, z in ((0.37, 0), (0.37, 255), (0.011, 131), (3.0, 17)):
+        for qmin, qmax in ((0, 255), (z, 255)):
+            u = QD.quantize_per_tensor.default(x, scale, z, qmin, qmax, torch.uint8)
+            i = QD.quantize_per_tensor.default(x, scale, z - 128, qmin - 128, qmax - 128, torch.int8)
+            assert torch.equal(u.int(), i.int() + 128)
+            assert torch.equal(QD.dequantize_per_tensor.default(u, scale, z, qmin, qmax, torch.uint8),
+                               QD.dequantize_per_tensor.default(i, scale, z - 128, qmin - 128, qmax - 128, torch.int8))
+
+
+class Branchy(nn.Module):
+    """A quantized conv whose input quantize also feeds an op pt2q does not lower (max_pool2d)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c0 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c1 = nn.Conv2d(8, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.c0(x))
+        return self.c2(self.c1(y) + 0) + nn.functional.max_pool2d(y, 3, 1, 1)
+
+
+def test_uint8_quantize_shared_with_an_unlowered_op_moves_to_int8_whole():
+    torch.manual_seed(0)
+    model, x = Branchy().eval(), torch.randn(2, 3, 8, 8)
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _x86())
+    for _ in range(3):
+        p(torch.randn(2, 3, 8, 8))
+    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    assert _targets(low).count(P.conv2d_q8.default) >= 1
+    for n in low.graph.nodes:  # every quantize and its dequantizes agree on the dtype
+        if n.target == QD.quantize_per_tensor.default:
+            assert all(u.args[1:] == n.args[1:] for u in n.users if u.target == QD.dequantize_per_tensor.default)
+    a, b = qdq(x).detach(), low(x).detach()
+    assert float((a != b).float().mean()) < 0.05
+    torch.testing.assert_close(b, a, rtol=0, atol=0.05 * float(a.abs().max()))
 
 
 def test_lowered_static_model_exports_and_compiles():

@@ -82,14 +82,49 @@ def test_module_filter_lowers_only_the_selected_linear():
     assert _targets(low).count(P.linear_w8a16.default) == 2
 
 
-def test_static_per_tensor_weights_are_not_lowered():
-    """Per-tensor weights (is_per_channel=False) match no native pattern: the graph stays q/dq."""
+def _weight_dq_scales(qdq):
+    return [n.args[1] for n in qdq.graph.nodes
+            if n.target == QD.dequantize_per_tensor.default and n.args[0].op == "get_attr"]
+
+
+def test_static_per_tensor_weights_lower_with_one_scale_per_channel():
+    """XNNPACK's default config quantizes weights per tensor: each static chain becomes linear_q8
+    with the weight's scale, as the dequantize applies it (in fp32), repeated per output channel;
+    outputs within one step of the output quantizer of the q/dq model's, mostly identical."""
     torch.manual_seed(0)
     x = torch.randn(4, 32)
     q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=False))
     qdq, low = _flow(TwoLayers().eval(), (x,), q, calibrate=True)
-    assert _targets(low) == _targets(qdq)
-    assert torch.equal(low(x), qdq(x))
+    natives = [n for n in low.graph.nodes if n.target == P.linear_q8.default]
+    assert len(natives) == 2 and torch.ops.aten.linear.default not in _targets(low)
+    assert not any(n.startswith("_frozen_param") for n, _ in low.named_buffers())
+    scales = _weight_dq_scales(qdq)
+    assert len(scales) == 2 and all(isinstance(v, float) for v in scales)
+    for node, scale, n_out in zip(natives, scales, (64, 16)):
+        got = getattr(low, node.args[4].target)
+        assert got.dtype == torch.float32 and torch.equal(got, torch.full((n_out,), scale, dtype=torch.float32))
+    step = next(n for n in qdq.graph.nodes if n.op == "output").args[0][0].args[1]
+    a, b = qdq(x), low(x)
+    assert float((a - b).abs().max()) <= 1.5 * step
+    assert float((a != b).float().mean()) < 0.05
+
+
+def test_dynamic_per_tensor_weights_lower_to_w8a8():
+    """XNNPACK's dynamic config with its default per-tensor weights: linear_w8a8 with
+    per_tensor_eps; the same activation codes, so within the bound of fp32 summation."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 32) * 2
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_dynamic=True))
+    qdq, low = _flow(TwoLayers().eval(), (x,), q)
+    natives = [n for n in low.graph.nodes if n.target == P.linear_w8a8.default]
+    assert len(natives) == 2 and all(n.kwargs == {"per_tensor_eps": 2.0 ** -12} for n in natives)
+    assert all(n.args[3] is None for n in natives)  # symmetric: no zero points
+    assert not any("quantized_decomposed" in str(t) for t in _targets(low))
+    for node, scale in zip(natives, _weight_dq_scales(qdq)):
+        assert torch.equal(getattr(low, node.args[2].target), torch.full_like(getattr(low, node.args[2].target), scale))
+    a, b = qdq(x), low(x)
+    assert float((a - b).abs().max()) <= 1e-5 * float(a.abs().max())
+    assert torch.equal(torch.compile(low)(x), b)
 
 
 def test_lowered_model_exports_and_compiles():
