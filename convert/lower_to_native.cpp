@@ -135,7 +135,8 @@ Node* perTokenSource(const Argument& input) {
 
 // The x and eps of XNNPACK's per-tensor dynamic chain feeding `input`:
 // choose_qparams.tensor(x, -128, 127, eps, int8) -> getitem 0/1 -> quantize_per_tensor.tensor ->
-// dequantize_per_tensor.tensor (out_dtype allowed), the same scale and zero point for both.
+// dequantize_per_tensor.tensor (out_dtype allowed), the same scale and zero point for both; or
+// X86InductorQuantizer's, the same over [0, 255] in uint8.
 std::optional<std::pair<Node*, double>> perTensorDynamicSource(const Argument& input) {
   if (!input.isNode()) return std::nullopt;
   Node* dq = input.node();
@@ -153,8 +154,16 @@ std::optional<std::pair<Node*, double>> perTensorDynamicSource(const Argument& i
     return std::nullopt;
   }
   Node* x = qa[0].node();
+  // int8 codes, or X86's uint8 ones: choose_qparams.tensor's scale for [0, 255] is its scale for
+  // [-128, 127] and its zero point 128 higher (both ranges span 255; the zero point is qmin minus a
+  // rounded quotient, then clamped), so the dequantized x, all the op sees, is the same.
+  const bool u8 = isInt(qa[3], 0);
+  auto range = [&](const Argument& lo, const Argument& hi, const Argument& dt) {
+    return u8 ? isInt(lo, 0) && isInt(hi, 255) && dt.is<c10::ScalarType>() && dt.as<c10::ScalarType>() == c10::kByte
+              : isInt(lo, -128) && isInt(hi, 127) && isInt8(dt);
+  };
   for (const auto* args : {&qa, &d}) {
-    if (!isInt((*args)[3], -128) || !isInt((*args)[4], 127) || !isInt8((*args)[5])) return std::nullopt;
+    if (!range((*args)[3], (*args)[4], (*args)[5])) return std::nullopt;
   }
   std::optional<double> eps;
   for (int i = 0; i < 2; ++i) {
@@ -167,7 +176,7 @@ std::optional<std::pair<Node*, double>> perTensorDynamicSource(const Argument& i
     Node* cq = gi->args()[0].node();
     const auto& c = cq->args();
     if (cq->target() != "quantized_decomposed.choose_qparams.tensor" || c.size() != 5 || !(c[0] == Argument(x)) ||
-        !isInt(c[1], -128) || !isInt(c[2], 127) || !c[3].is<double>() || !isInt8(c[4])) {
+        !range(c[1], c[2], c[4]) || !c[3].is<double>()) {
       return std::nullopt;
     }
     eps = c[3].as<double>();

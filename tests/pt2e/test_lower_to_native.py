@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 import pt2q
-from pt2q.quantizer import Int8WeightOnlyQuantizer, XNNPACKQuantizer, get_symmetric_quantization_config
+from pt2q.quantizer import Int8WeightOnlyQuantizer, X86InductorQuantizer, XNNPACKQuantizer
+from pt2q.quantizer import get_default_x86_inductor_quantization_config, get_symmetric_quantization_config
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
@@ -125,6 +126,24 @@ def test_dynamic_per_tensor_weights_lower_to_w8a8():
     a, b = qdq(x), low(x)
     assert float((a - b).abs().max()) <= 1e-5 * float(a.abs().max())
     assert torch.equal(torch.compile(low)(x), b)
+
+
+def test_x86_dynamic_uint8_chain_lowers_to_per_tensor_w8a8():
+    """X86InductorQuantizer's dynamic config chooses uint8 qparams over [0, 255]: the same scale as
+    over [-128, 127] and a zero point 128 higher, so the same dequantized x: linear_w8a8 with
+    per_tensor_eps, within the bound of fp32 summation of the q/dq model."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 32) * 2 + 0.5
+    q = X86InductorQuantizer().set_global(get_default_x86_inductor_quantization_config(is_dynamic=True))
+    qdq, low = _flow(TwoLayers().eval(), (x,), q)
+    chooses = [n for n in qdq.graph.nodes if n.target == QD.choose_qparams.tensor]
+    assert chooses and all(n.args[1:3] == (0, 255) and n.args[4] == torch.uint8 for n in chooses)
+    natives = [n for n in low.graph.nodes if n.target == P.linear_w8a8.default]
+    assert len(natives) == len(chooses) and all(n.kwargs == {"per_tensor_eps": chooses[0].args[3]} for n in natives)
+    assert QD.choose_qparams.tensor not in _targets(low)
+    for x2 in (x, torch.randn(4, 32).abs(), -torch.randn(4, 32).abs() * 3):
+        a, b = qdq(x2).detach(), low(x2).detach()
+        assert float((a - b).abs().max()) <= 1e-5 * float(a.abs().max())
 
 
 def test_lowered_model_exports_and_compiles():
