@@ -324,10 +324,12 @@ def _fx_order(g: Graph, fx_meta: dict) -> list:
         if n.kind == "placeholder" or any(x.name in dependent for x in n.inputs):
             dependent.add(n.name)
     # New constants a pass put right before that first node (e.g. a folded conv's bias); a node
-    # that consumes an earlier, early one (an observer after a weight) ends the run.
+    # that consumes an earlier, early one (an observer after a weight) ends the run, and so does a
+    # folded weight (`_frozen_param`), which stands where its weight's observer stood, as in
+    # torchao's constant folding (the last weight's, e.g. a tied one's, would otherwise trail).
     trailing: set = set()
     for n in reversed(prefix):
-        if n.name in index or n.name in dependent:
+        if n.name in index or n.name in dependent or (n.kind == "get_attr" and n.target.startswith("_frozen_param")):
             break
         trailing.add(n.name)
     for i, n in enumerate(prefix):

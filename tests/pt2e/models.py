@@ -58,6 +58,21 @@ class GPTBlock(nn.Module):
         return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
 
 
+class TiedLM(nn.Module):
+    """An embedding whose table is also the output head's weight (tied, as in GPT-2): one tensor
+    behind two get_attr nodes, the second one quantized last."""
+
+    def __init__(self, vocab=50, d=32):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.mix = nn.Linear(d, d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(torch.relu(self.mix(self.emb(ids))))
+
+
 MODELS = {
     "mlp": ZOO["mlp"],
     "cnn_bn_pool": ZOO["cnn_bn_pool"],
@@ -67,6 +82,7 @@ MODELS = {
     "cond": ZOO["cond"],
     "mobilenetish": lambda: (MobileNetish().eval(), (torch.randn(2, 3, 16, 16),), {}),
     "gpt_block": lambda: (GPTBlock().eval(), (torch.randn(2, 6, 32),), {}),
+    "tied_lm": lambda: (TiedLM().eval(), (torch.randint(0, 50, (2, 8)),), {}),
 }
 
 
@@ -93,4 +109,5 @@ def export_twice(name):
 
 def calibration_batches(args, n=4, seed=1):
     g = torch.Generator().manual_seed(seed)
-    return [tuple(torch.randn(a.shape, generator=g) * (1 + 0.3 * i) for a in args) for i in range(n)]
+    return [tuple(torch.randn(a.shape, generator=g) * (1 + 0.3 * i) if a.is_floating_point() else
+                  torch.randint(0, int(a.max()) + 1, a.shape, generator=g) for a in args) for i in range(n)]
