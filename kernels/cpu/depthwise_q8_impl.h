@@ -36,8 +36,12 @@ struct Q8EpilogueAvx512 {
         hi(_mm512_set1_ps(e.hi)), magic(_mm512_set1_ps(12582912.0f)) {}
   // Output channels [0, 16) of `acc` under mask m, their scales and bias from s and b.
   void store(__m512i acc, __mmask16 m, const float* s, const float* b, int8_t* out) const {
-    const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_maskz_loadu_ps(m, s));
-    const __m512 y = _mm512_add_ps(_mm512_mul_ps(t, sx), _mm512_maskz_loadu_ps(m, b));
+    storeScaled(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_maskz_loadu_ps(m, s)), m, _mm512_maskz_loadu_ps(m, b),
+                out);
+  }
+  // The same from t = sum * scale and the bias already in registers.
+  void storeScaled(__m512 t, __mmask16 m, __m512 bias, int8_t* out) const {
+    const __m512 y = _mm512_add_ps(_mm512_mul_ps(t, sx), bias);
     const __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y, inv), vlo), vhi);
     const __m512 r = _mm512_add_ps(_mm512_sub_ps(_mm512_add_ps(c, magic), magic), zo);
     const __m512i q = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
@@ -94,8 +98,11 @@ struct Q8EpilogueAvx2 {
         hi(_mm256_set1_ps(e.hi)), magic(_mm256_set1_ps(12582912.0f)) {}
   // Output channels [0, 8) of `acc`, their scales and bias from s and b.
   void store(__m256i acc, const float* s, const float* b, int8_t* out) const {
-    const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(s));
-    const __m256 y = _mm256_add_ps(_mm256_mul_ps(t, sx), _mm256_loadu_ps(b));
+    storeScaled(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(s)), _mm256_loadu_ps(b), out);
+  }
+  // The same from t = sum * scale and the bias already in registers.
+  void storeScaled(__m256 t, __m256 bias, int8_t* out) const {
+    const __m256 y = _mm256_add_ps(_mm256_mul_ps(t, sx), bias);
     const __m256 c = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(y, inv), vlo), vhi);
     const __m256 r = _mm256_add_ps(_mm256_sub_ps(_mm256_add_ps(c, magic), magic), zo);
     const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));

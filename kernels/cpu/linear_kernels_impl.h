@@ -256,6 +256,7 @@ void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_row
 #include "kernels/cpu/linear_int8_impl.h"
 #include "kernels/cpu/depthwise_q8_impl.h"
 #include "kernels/cpu/grouped_q8_impl.h"
+#include "kernels/cpu/q8_requantize_impl.h"
 
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
 
@@ -274,7 +275,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        &expandInt4,
                        &depthwiseQ8Rows,
                        kGroupedQ8,
-                       kGroupedQ8Takes};
+                       kGroupedQ8Takes,
+                       &q8RequantizeRow};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -106,6 +106,8 @@ using GroupedQ8Fn = void (*)(const GroupedQ8& a, int64_t p0, int64_t p1);
 /// Whether the ISA's GroupedQ8Fn takes a layer of cg input and ocg output channels per group, oc
 /// in all, kh * kw = taps.
 using GroupedQ8TakesFn = bool (*)(int64_t cg, int64_t ocg, int64_t oc, int64_t taps);
+/// Q8Epilogue over n values: out[c] = e(t[c], bias ? bias[c] : 0), the ISA's vectors for the bulk.
+using Q8RequantizeFn = void (*)(const float* t, const float* bias, int64_t n, const Q8Epilogue& e, int8_t* out);
 
 /// Whether the input channels of the groups under any `lanes` consecutive output channels (from a
 /// multiple of `lanes`) lie within `bytes` bytes: what one load of a pixel's codes hands a vector
@@ -140,6 +142,7 @@ struct LinearKernels {
   DepthwiseQ8Fn depthwise_q8;
   GroupedQ8Fn grouped_q8;  // nullptr where the ISA has no such kernel (generic)
   GroupedQ8TakesFn grouped_q8_takes;
+  Q8RequantizeFn q8_requantize;
 };
 
 /// W4A16 for bf16 activations (AVX512_BF16). `prepare_x` permutes `rows` rows of bf16 x (padded

@@ -29,12 +29,11 @@ cpu::Q8Epilogue epilogueOf(double input_scale, const Q8Output& q) {
 // i * out_stride, w.n codes). zx128: each row's zero point + 128.
 void panelsRequantize(const PanelWeight& w, const uint8_t* xu, int64_t xs, int64_t rows, const int32_t* zx128,
                       const float* bias, const cpu::Q8Epilogue& rq, int8_t* out, int64_t out_stride) {
+  const auto requantize = cpu::linearKernels().q8_requantize;
   runPanels(w, xu, xs, rows, zx128, [&](int64_t r0, int64_t nr, int64_t c0, int64_t cols, const float* tmp) {
     const int64_t c1 = std::min(w.n, c0 + cols);
     for (int64_t i = r0; i < r0 + nr; ++i) {
-      const float* t = tmp + (i - r0) * cols;
-      int8_t* o = out + i * out_stride;
-      for (int64_t c = c0; c < c1; ++c) o[c] = rq(t[c - c0], bias != nullptr ? bias[c] : 0.0f);
+      requantize(tmp + (i - r0) * cols, bias != nullptr ? bias + c0 : nullptr, c1 - c0, rq, out + i * out_stride + c0);
     }
   });
 }
@@ -73,17 +72,25 @@ at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
 // im2col rows of channels [c0, c0 + cg) of the channels-last unsigned codes x into dst ([rows,
 // xs]); taps outside the input hold the zero point's code, and each row's tail past k is zeroed.
 // CG: cg known at compile time (0: not), so that a small group's tap is one load and store
-// rather than a memcpy call (grouped convs copy rows x taps x groups such pieces).
+// rather than a memcpy call (grouped convs copy rows x taps x groups such pieces). Without groups
+// and dilation a kernel row's taps are kw neighbouring pixels, kw * c contiguous bytes of x: one
+// copy where the row lies inside (an RGB 7x7 stem copies 21 bytes a row instead of 7 x 3).
 template <int CG>
 void im2colRows(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad, uint8_t* dst, int64_t xs) {
   const int64_t cg = CG > 0 ? CG : g.cg(), k = g.k();
+  const bool whole_rows = g.groups == 1 && g.dw == 1;
   at::parallel_for(0, g.n * g.oh, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / g.oh, oh = r % g.oh;
       for (int64_t ow = 0; ow < g.ow; ++ow) {
         uint8_t* row = dst + (r * g.ow + ow) * xs;
+        const int64_t iw0 = ow * g.sw - g.pw;
         for (int64_t i = 0; i < g.kh; ++i) {
           const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          if (whole_rows && ih >= 0 && ih < g.h && iw0 >= 0 && iw0 + g.kw <= g.w) {
+            std::memcpy(row + i * g.kw * cg, x + ((b * g.h + ih) * g.w + iw0) * g.c, g.kw * cg);
+            continue;
+          }
           for (int64_t j = 0; j < g.kw; ++j) {
             const int64_t iw = ow * g.sw - g.pw + j * g.dw;
             uint8_t* tap = row + (i * g.kw + j) * cg;
@@ -102,7 +109,9 @@ void im2colRows(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t
 
 void im2col(const Conv2dQ8Geometry& g, const uint8_t* x, int64_t c0, uint8_t pad, uint8_t* dst, int64_t xs) {
   switch (g.cg()) {
+    case 1: return im2colRows<1>(g, x, c0, pad, dst, xs);  // a grayscale first layer
     case 2: return im2colRows<2>(g, x, c0, pad, dst, xs);
+    case 3: return im2colRows<3>(g, x, c0, pad, dst, xs);  // an RGB first layer
     case 4: return im2colRows<4>(g, x, c0, pad, dst, xs);
     case 8: return im2colRows<8>(g, x, c0, pad, dst, xs);
     case 16: return im2colRows<16>(g, x, c0, pad, dst, xs);

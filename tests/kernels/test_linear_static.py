@@ -241,6 +241,18 @@ def isa_check():
     for m in (1, 3, 6, 40):
         check_linear(*make(37, 130, (m,), seed=m))
     check_linear(*make(37, 130, (6,), seed=1), qmin=0)
+    # the epilogue's vectors with and without a bias, over panels of several vectors (many columns)
+    check_linear(*make(250, 20, (9,), seed=4))
+    check_linear(*make(250, 20, (9,), seed=5, bias=False), qmin=3)
+    # first layers: 1 and 3 input channels (whole kernel rows copied where they lie inside; the
+    # dilated one tap by tap), without a bias and with a relu clamp
+    for c, ks, st, pad, dil in ((3, (7, 7), (2, 2), (3, 3), (1, 1)), (1, (3, 3), (1, 1), (1, 1), (1, 1)),
+                                (3, (3, 3), (2, 2), (2, 2), (2, 2))):
+        x, sx, zx, w, sw, b, so, zo, acc = conv_case(2, c, 11, 9, 20, ks, st, pad, dil, seed=6)
+        for qmin, bias in ((-128, b), (zo, None)):
+            got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, bias, list(ks), list(st), list(pad), list(dil), so, zo,
+                              qmin, 127)
+            check_codes(got, *exact(acc, sx, sw, bias, so, zo, qmin, 127, 1), zo, qmin, 127)
     x, sx, zx, w, sw, b, so, zo, acc = conv_case(2, 5, 7, 7, 9, (3, 3), (2, 1), (1, 1), (1, 1), seed=2)
     got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, b, [3, 3], [2, 1], [1, 1], [1, 1], so, zo)
     check_codes(got, *exact(acc, sx, sw, b, so, zo, -128, 127, 1), zo, -128, 127)
