@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "convert/native_lowering.h"
+#include "convert/static_qdq.h"
 #include "graph/pass.h"
 #include "kernels/linear_static.h"
 
@@ -58,61 +59,6 @@ namespace {
 
 bool isInt(const Argument& a, int64_t v) { return a.is<int64_t>() && a.as<int64_t>() == v; }
 bool isInt8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kChar; }
-bool isUint8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kByte; }
-
-constexpr const char* kQuantize = "quantized_decomposed.quantize_per_tensor";
-constexpr const char* kDequantize = "quantized_decomposed.dequantize_per_tensor";
-
-// A per-tensor int8 or uint8 quantize / dequantize with literal qparams: (input, scale, zp, qmin,
-// qmax, dtype).
-struct PerTensor {
-  Node* node;
-  Argument input;
-  double scale;
-  int64_t zero_point, qmin, qmax;
-  bool is_uint8;
-};
-
-std::optional<PerTensor> perTensor(Node* n, const char* target) {
-  if (n == nullptr || n->kind() != NodeKind::kCallFunction || n->target() != target || !n->kwargs().empty()) {
-    return std::nullopt;
-  }
-  const auto& a = n->args();
-  if (a.size() != 6 || !a[1].is<double>() || !a[2].is<int64_t>() || !a[3].is<int64_t>() || !a[4].is<int64_t>() ||
-      !(isInt8(a[5]) || isUint8(a[5]))) {
-    return std::nullopt;
-  }
-  return PerTensor{n, a[0], a[1].as<double>(), a[2].as<int64_t>(), a[3].as<int64_t>(), a[4].as<int64_t>(),
-                   isUint8(a[5])};
-}
-
-// A uint8 quantize and its dequantizes, which move to int8 together (see the top), or nothing when
-// a user is not a dequantize of the same qparams.
-std::optional<std::vector<Node*>> uint8Group(Node* qn) {
-  auto q = perTensor(qn, kQuantize);
-  if (!q || !q->is_uint8 || q->qmin < 0 || q->qmax > 255) return std::nullopt;
-  std::vector<Node*> group{qn};
-  for (Node* u : qn->users()) {
-    auto d = perTensor(u, kDequantize);
-    if (!d || !d->input.isNode() || d->input.node() != qn || d->scale != q->scale || d->zero_point != q->zero_point ||
-        d->qmin != q->qmin || d->qmax != q->qmax || !d->is_uint8) {
-      return std::nullopt;
-    }
-    group.push_back(u);
-  }
-  return group;
-}
-
-// Rewrites a uint8Group's nodes to int8: zero point, qmin and qmax 128 lower, dtype int8.
-void shiftToInt8(Node* n) {
-  std::vector<Argument> a = n->args();
-  a[2] = a[2].as<int64_t>() - 128;
-  a[3] = a[3].as<int64_t>() - 128;
-  a[4] = a[4].as<int64_t>() - 128;
-  a[5] = c10::kChar;
-  n->setArgs(std::move(a));
-}
-
 std::optional<std::vector<int64_t>> intPair(const std::vector<Argument>& args, size_t i, int64_t dflt) {
   if (i >= args.size()) return std::vector<int64_t>{dflt, dflt};
   if (!args[i].is<ArgList>()) return std::nullopt;
@@ -141,20 +87,17 @@ struct StaticSite {
 };
 
 std::optional<StaticSite> match(const Graph& g, Node* qn) {
-  auto q = perTensor(qn, kQuantize);
-  if (!q || !q->input.isNode()) return std::nullopt;
-  Node* y = q->input.node();
-  bool relu = false;
-  if (y->target() == "aten.relu" && y->args().size() == 1 && y->args()[0].isNode() && y->users().size() == 1) {
-    relu = true;
-    y = y->args()[0].node();
-  }
+  auto closing = closingQuantize(qn);
+  if (!closing) return std::nullopt;
+  const PerTensor* q = &closing->q;
+  Node* y = closing->op;
+  const bool relu = closing->relu;
   const bool linear = y->target() == "aten.linear", conv = y->target() == "aten.conv2d";
   if ((!linear && !conv) || y->users().size() != 1 || !y->kwargs().empty() || y->args().size() < 2) {
     return std::nullopt;
   }
   const auto& a = y->args();
-  auto in = a[0].isNode() ? perTensor(a[0].node(), kDequantize) : std::nullopt;
+  auto in = a[0].isNode() ? perTensor(a[0].node(), kDequantizePerTensor) : std::nullopt;
   if (!in || in->is_uint8 != q->is_uint8) return std::nullopt;
   const int64_t shift = q->is_uint8 ? 128 : 0;  // to the int8 codes the op reads and writes
   if (in->qmin - shift != -128 || in->qmax - shift != 127) return std::nullopt;
@@ -230,13 +173,10 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
     const at::Tensor w = s.weight->dim() == 4 ? s.weight->permute({0, 2, 3, 1}) : *s.weight;
     packed.push_back(packWeightConstant(w.reshape({w.size(0), -1}).contiguous(), 8));
   }
-  // uint8 chains move to int8 first (a quantize may feed one site and close another: once each).
-  std::set<Node*> shifted;
-  for (const StaticSite& s : sites) {
-    for (Node* n : s.to_int8) {
-      if (shifted.insert(n).second) shiftToInt8(n);
-    }
-  }
+  // uint8 chains move to int8 first.
+  std::vector<Node*> to_int8;
+  for (const StaticSite& s : sites) to_int8.insert(to_int8.end(), s.to_int8.begin(), s.to_int8.end());
+  shiftToInt8(to_int8);
   for (size_t i = 0; i < sites.size(); ++i) {
     const StaticSite& s = sites[i];
     const int64_t shift = s.out.is_uint8 ? 128 : 0;
@@ -259,12 +199,7 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
       args.push_back(x);
     }
     if (conv && s.groups != 1) args.emplace_back(s.groups);
-    const std::string op = conv ? "conv2d_q8" : "linear_q8";
-    Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, std::move(args), {}, g.uniqueName(op), s.q);
-    native->meta() = s.q->meta();
-    native->meta().annotation.clear();
-    g.replaceAllUsesWith(s.q, native);
-    g.erase(s.q);
+    replaceQuantize(g, s.q, conv ? "conv2d_q8" : "linear_q8", std::move(args));
   }
   createDeadCodeEliminationPass()->run(g);
   return static_cast<int64_t>(sites.size());

@@ -41,6 +41,10 @@ std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& d
 /// (convert/lower_static_to_native.cpp). Returns how many.
 int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken);
 
+/// Static int8 adds dq(a) + dq(b) [-> relu] -> q become pt2q.add_q8 on the codes
+/// (convert/lower_static_add.cpp). Returns how many.
+int64_t lowerStaticAdds(Graph& g);
+
 /// aten.linear on mx_dequantize(constant codes, constant scales) blocked along K, its input
 /// optionally mx_fake_quantize'd along K, becomes pt2q.linear_mx on the codes
 /// (convert/lower_mx_to_native.cpp). Returns how many.

@@ -137,4 +137,11 @@ TORCH_LIBRARY(pt2q, m) {
       "Tensor weight_scales, Tensor? bias, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, "
       "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127, "
       "int groups=1) -> Tensor");
+  // Static int8 add: int8 codes a and b (broadcast against each other), each with its per-tensor
+  // scale and zero point, give the int8 codes of their sum, bit for bit what the chain
+  // dequantize_per_tensor(a) + dequantize_per_tensor(b) -> quantize_per_tensor gives (fp32
+  // arithmetic in torch's order); a fused relu: output_quant_min = output_zero_point.
+  m.def(
+      "add_q8(Tensor a, float a_scale, int a_zero_point, Tensor b, float b_scale, int b_zero_point, "
+      "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127) -> Tensor");
 }

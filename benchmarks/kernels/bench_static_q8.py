@@ -3,7 +3,8 @@ against the float ops they replace (F.conv2d / F.linear in fp32, the baseline, a
 against the eager quantize/dequantize chain of an unlowered XNNPACK graph (torch's
 dequantize_per_tensor -> fp32 op -> quantize_per_tensor), on ResNet-style convolutions, the
 demo CNN's small ones, MobileNet depthwise and ResNeXt grouped ones, and Llama-style linears at
-prefill row counts. Compute-bound: "GB/s" and
+prefill row counts; and pt2q.add_q8 (a residual add on int8 codes) against its chain and the float
+adds. Compute-bound: "GB/s" and
 "% BW" count the int8 operands only and are for reference.
 
     python benchmarks/kernels/bench_static_q8.py
@@ -36,6 +37,7 @@ GROUPED = [  # MobileNet depthwise convolutions; ResNeXt-50 32x4d's grouped 3x3 
     (8, 128, 28, 128, 3, 1, 32), (1, 512, 14, 512, 3, 1, 32), (1, 1024, 7, 1024, 3, 1, 32),
 ]
 LINEARS = [(4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]  # N, K, M
+ADDS = [(1, 64, 56, 56), (8, 256, 28, 28), (64, 1 << 16)]  # residual-add shapes: ResNet blocks, a flat 4M
 
 
 def conv_cases(convs=CONVS + GROUPED):
@@ -90,12 +92,37 @@ def linear_cases():
     return out
 
 
+def add_cases():
+    """add_q8 (memory-bound: 2 bytes read and 1 written per element) against the q/dq chain of an
+    unlowered XNNPACK add and the fp32 / bf16 adds it replaces."""
+    out = []
+    g = torch.Generator().manual_seed(2)
+    for shape in ADDS:
+        a = torch.randint(-128, 128, shape, dtype=torch.int8, generator=g)
+        b = torch.randint(-128, 128, shape, dtype=torch.int8, generator=g)
+        af, bf = (a.float() + 3) * 0.02, (b.float() - 5) * 0.03
+        group = f"add {'x'.join(map(str, shape))}"
+        n = a.numel()
+        out.append(Case(group, "fp32 add", lambda af=af, bf=bf: af + bf, 12 * n, baseline=True))
+        ab, bb = af.bfloat16(), bf.bfloat16()
+        out.append(Case(group, "bf16 add", lambda ab=ab, bb=bb: ab + bb, 6 * n))
+
+        def chain(a=a, b=b):
+            y = QD.dequantize_per_tensor(a, 0.02, -3, -128, 127, torch.int8) + \
+                QD.dequantize_per_tensor(b, 0.03, 5, -128, 127, torch.int8)
+            return QD.quantize_per_tensor(y, 0.04, 1, -128, 127, torch.int8)
+
+        out.append(Case(group, "q/dq chain (eager)", chain, 3 * n))
+        out.append(Case(group, "pt2q.add_q8", lambda a=a, b=b: P.add_q8(a, 0.02, -3, b, 0.03, 5, 0.04, 1), 3 * n))
+    return out
+
+
 def main():
     _reexec_with_caching_malloc()
     bw, probes = measure_bandwidth()
     print(run_header(f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
-    report(run(conv_cases() + linear_cases(), bw), bw)
+    report(run(conv_cases() + linear_cases() + add_cases(), bw), bw)
 
 
 if __name__ == "__main__":

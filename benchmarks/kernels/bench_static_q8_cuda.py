@@ -27,7 +27,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
 from bench_mx_cuda import time_ms  # noqa: E402
-from bench_static_q8 import CONVS, GROUPED  # noqa: E402
+from bench_static_q8 import ADDS, CONVS, GROUPED  # noqa: E402
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
@@ -107,7 +107,29 @@ def graph_ms(fn, calls=16):
     return time_ms(graph.replay, warmup=3, reps=30, calls=1) / calls
 
 
-GRAPHED = ("F.conv2d bf16", "F.linear bf16", "pt2q.conv2d_q8", "pt2q.linear_q8")
+GRAPHED = ("F.conv2d bf16", "F.linear bf16", "pt2q.conv2d_q8", "pt2q.linear_q8", "bf16 add", "pt2q.add_q8")
+
+
+def add_rows(shape):
+    """add_q8 against the bf16 / fp32 adds it replaces and the eager q/dq chain; (rows, bytes of
+    each row's own reads and writes)."""
+    g = torch.Generator().manual_seed(2)
+    a = torch.randint(-128, 128, shape, dtype=torch.int8, generator=g).cuda()
+    b = torch.randint(-128, 128, shape, dtype=torch.int8, generator=g).cuda()
+    af, bf = (a.float() + 3) * 0.02, (b.float() - 5) * 0.03
+    ab, bb = af.bfloat16(), bf.bfloat16()
+
+    def chain():
+        y = QD.dequantize_per_tensor(a, 0.02, -3, -128, 127, torch.int8) + \
+            QD.dequantize_per_tensor(b, 0.03, 5, -128, 127, torch.int8)
+        return QD.quantize_per_tensor(y, 0.04, 1, -128, 127, torch.int8)
+
+    n = a.numel()
+    a2 = torch.empty_like(a)
+    return [("bf16 add", lambda: ab + bb, 6 * n), ("fp32 add", lambda: af + bf, 12 * n),
+            ("copy of a (bandwidth probe)", lambda: a2.copy_(a), 2 * n),
+            ("q/dq chain (eager)", chain, 3 * n),
+            ("pt2q.add_q8", lambda: P.add_q8(a, 0.02, -3, b, 0.03, 5, 0.04, 1), 3 * n)]
 
 
 def main():
@@ -128,6 +150,17 @@ def main():
         for name, ms, gms in times:
             graphed = f"{1000 * gms:.1f} | {bf16_graph / gms:.2f}" if gms is not None else " | "
             print(f"| {group} | {name} | {1000 * ms:.1f} | {bf16 / ms:.2f} | {graphed} |")
+    # adds: memory-bound, so GB/s of each op's own bytes, graphed (no launch gaps)
+    print("\n| add of int8 codes | op | us (graph) | GB/s | x bf16 |")
+    print("|---|---|---|---|---|")
+    for shape in ADDS:
+        group = f"add {'x'.join(map(str, shape))}"
+        if only not in group:
+            continue
+        rows = add_rows(shape)
+        times = [(name, graph_ms(fn), nbytes) for name, fn, nbytes in rows]
+        for name, ms, nbytes in times:
+            print(f"| {group} | {name} | {1000 * ms:.1f} | {nbytes / ms / 1e6:.0f} | {times[0][1] / ms:.2f} |")
 
 
 if __name__ == "__main__":

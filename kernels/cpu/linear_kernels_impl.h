@@ -276,7 +276,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        &depthwiseQ8Rows,
                        kGroupedQ8,
                        kGroupedQ8Takes,
-                       &q8RequantizeRow};
+                       &q8RequantizeRow,
+                       &q8AddRows};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

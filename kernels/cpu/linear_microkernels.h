@@ -108,6 +108,14 @@ using GroupedQ8Fn = void (*)(const GroupedQ8& a, int64_t p0, int64_t p1);
 using GroupedQ8TakesFn = bool (*)(int64_t cg, int64_t ocg, int64_t oc, int64_t taps);
 /// Q8Epilogue over n values: out[c] = e(t[c], bias ? bias[c] : 0), the ISA's vectors for the bulk.
 using Q8RequantizeFn = void (*)(const float* t, const float* bias, int64_t n, const Q8Epilogue& e, int8_t* out);
+/// add_q8's constants: each operand dequantized as torch does, dq(v) = (float(v) - z) * s in fp32,
+/// then `out` (its sx 1) on the two: the code of dq(a) + dq(b).
+struct Q8AddConsts {
+  float sa, za, sb, zb;
+  Q8Epilogue out;
+};
+/// add_q8 over n elements of a and b (same shape, contiguous).
+using Q8AddFn = void (*)(const int8_t* a, const int8_t* b, int64_t n, const Q8AddConsts& c, int8_t* out);
 
 /// Whether the input channels of the groups under any `lanes` consecutive output channels (from a
 /// multiple of `lanes`) lie within `bytes` bytes: what one load of a pixel's codes hands a vector
@@ -143,6 +151,7 @@ struct LinearKernels {
   GroupedQ8Fn grouped_q8;  // nullptr where the ISA has no such kernel (generic)
   GroupedQ8TakesFn grouped_q8_takes;
   Q8RequantizeFn q8_requantize;
+  Q8AddFn q8_add;
 };
 
 /// W4A16 for bf16 activations (AVX512_BF16). `prepare_x` permutes `rows` rows of bf16 x (padded

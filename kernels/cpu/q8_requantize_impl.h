@@ -1,8 +1,10 @@
-// linear_q8 / conv2d_q8's epilogue over a row of a GEMM panel (Q8RequantizeFn,
-// linear_microkernels.h), compiled once per ISA inside linear_kernels_impl.h with the depthwise
-// kernel's vector epilogues, so that every conv2d_q8 / linear_q8 path rounds alike. Before: t[c] =
-// s_w[c] * sum[c] in fp32; after: out[c] = quantize_per_tensor's code of t[c] * s_x + bias[c]. With
-// few input channels (an RGB stem: k = 27 or 147) the scalar loop had taken a third of the call.
+// The static int8 ops' requantizing loops, compiled once per ISA inside linear_kernels_impl.h with
+// the depthwise kernel's vector epilogues, so that every path rounds alike:
+// - linear_q8 / conv2d_q8's epilogue over a row of a GEMM panel (Q8RequantizeFn,
+//   linear_microkernels.h). Before: t[c] = s_w[c] * sum[c] in fp32; after: out[c] =
+//   quantize_per_tensor's code of t[c] * s_x + bias[c]. With few input channels (an RGB stem:
+//   k = 27 or 147) the scalar loop had taken a third of the call.
+// - add_q8 (Q8AddFn): before, codes a[i], b[i]; after, the code of dq(a[i]) + dq(b[i]).
 #pragma once
 
 #ifndef PT2Q_CPU_ISA_NS
@@ -27,6 +29,34 @@ inline void q8RequantizeRow(const float* t, const float* bias, int64_t n, const 
   }
 #endif
   for (; c < n; ++c) out[c] = e(t[c], bias != nullptr ? bias[c] : 0.0f);
+}
+
+inline void q8AddRows(const int8_t* a, const int8_t* b, int64_t n, const Q8AddConsts& k, int8_t* out) {
+  int64_t i = 0;
+#if defined(PT2Q_VEC_AVX512)
+  const Q8EpilogueAvx512 v(k.out);
+  const __m512 sa = _mm512_set1_ps(k.sa), za = _mm512_set1_ps(k.za), sb = _mm512_set1_ps(k.sb),
+               zb = _mm512_set1_ps(k.zb);
+  auto dq = [](__m128i codes, __m512 z, __m512 s) {
+    return _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)), z), s);
+  };
+  for (; i < n; i += 16) {
+    const __mmask16 m = laneMask(n - i);
+    v.storeScaled(dq(_mm_maskz_loadu_epi8(m, a + i), za, sa), m, dq(_mm_maskz_loadu_epi8(m, b + i), zb, sb), out + i);
+  }
+#elif defined(PT2Q_VEC_AVX2)
+  const Q8EpilogueAvx2 v(k.out);
+  const __m256 sa = _mm256_set1_ps(k.sa), za = _mm256_set1_ps(k.za), sb = _mm256_set1_ps(k.sb),
+               zb = _mm256_set1_ps(k.zb);
+  auto dq = [](const int8_t* p, __m256 z, __m256 s) {
+    const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), z), s);
+  };
+  for (; i + 8 <= n; i += 8) v.storeScaled(dq(a + i, za, sa), dq(b + i, zb, sb), out + i);
+#endif
+  for (; i < n; ++i) {
+    out[i] = k.out((static_cast<float>(a[i]) - k.za) * k.sa, (static_cast<float>(b[i]) - k.zb) * k.sb);
+  }
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -4,6 +4,7 @@
 
 #include <torch/python.h>
 
+#include "kernels/add_q8.h"
 #include "kernels/affine_ops.h"
 #include "kernels/int4_pack_args.h"
 #include "kernels/linear_dynamic.h"
@@ -126,6 +127,13 @@ void bindReference(py::module_& m) {
       py::arg("weight_scales"), py::arg("bias"), py::arg("kernel_size"), py::arg("stride"), py::arg("padding"),
       py::arg("dilation"), py::arg("output_scale"), py::arg("output_zero_point"), py::arg("output_quant_min") = -128,
       py::arg("output_quant_max") = 127, py::arg("groups") = 1);
+  m.def(
+      "add_q8",
+      [](const at::Tensor& a, double sa, int64_t za, const at::Tensor& b, double sb, int64_t zb, double so, int64_t zo,
+         int64_t qmin, int64_t qmax) { return addQ8Ref(a, b, AddQ8Args{sa, sb, so, za, zb, zo, qmin, qmax}); },
+      py::arg("a"), py::arg("a_scale"), py::arg("a_zero_point"), py::arg("b"), py::arg("b_scale"),
+      py::arg("b_zero_point"), py::arg("output_scale"), py::arg("output_zero_point"), py::arg("output_quant_min") = -128,
+      py::arg("output_quant_max") = 127);
 }
 
 }  // namespace pt2q::python

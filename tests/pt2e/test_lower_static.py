@@ -204,3 +204,58 @@ def test_depthwise_and_direct_grouped_convs_lower_with_their_groups():
         assert float((a - b).abs().max()) <= 1.5 * step
     ep = torch.export.export(low, (x,))
     assert torch.equal(ep.module()(x), low(x))
+
+
+class Residual(nn.Module):
+    """Two residual additions, one with a relu after it (XNNPACK's add-relu pattern), one without."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(8, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        z = torch.relu(self.c2(y) + y)
+        return z + x
+
+
+def residual_flow(quantizer):
+    """(q/dq model, lowered model, example input) of Residual under `quantizer`."""
+    torch.manual_seed(0)
+    model, x = Residual().eval(), torch.randn(2, 8, 6, 6)
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+    for _ in range(4):
+        p(torch.randn(2, 8, 6, 6))
+    return pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True), x
+
+
+def test_static_adds_lower_to_add_q8_with_the_chains_qparams():
+    qdq, low, x = residual_flow(_xnnpack())
+    targets = _targets(low)
+    assert targets.count(P.add_q8.default) == 2 and torch.ops.aten.add.Tensor not in targets
+    assert targets.count(P.conv2d_q8.default) == 2
+    # each add_q8 carries the qparams of the dequantizes and the quantize it replaced
+    adds = [n for n in qdq.graph.nodes if n.target == torch.ops.aten.add.Tensor]
+    for add, native in zip(adds, [n for n in low.graph.nodes if n.target == P.add_q8.default]):
+        q = next(iter(add.users)) if next(iter(add.users)).target != torch.ops.aten.relu.default else \
+            next(iter(next(iter(add.users)).users))
+        relu = next(iter(add.users)).target == torch.ops.aten.relu.default
+        da, db = add.args
+        assert native.args[1:3] == da.args[1:3] and native.args[4:6] == db.args[1:3]
+        assert native.args[6:8] == q.args[1:3] and native.args[9] == q.args[4]
+        assert native.args[8] == (max(q.args[3], q.args[2]) if relu else q.args[3])
+    a, b = qdq(x).detach(), low(x).detach()
+    step = next(n for n in qdq.graph.nodes if n.op == "output").args[0][0].args[1]
+    assert float((a - b).abs().max()) <= 2.5 * step  # the convs' codes within one, the adds exact
+    xs = [torch.randn(2, 8, 6, 6) for _ in range(8)]
+    assert sum(float((qdq(x2) != low(x2)).float().mean()) for x2 in xs) / len(xs) < 0.05
+
+
+def test_add_of_uint8_codes_and_unmatched_adds_stay():
+    """An add whose inputs are not both dequantized per tensor (X86's conv -> add fusion leaves the
+    conv's output float) keeps its chain; the lowered model still equals the q/dq one."""
+    qdq, low, x = residual_flow(_x86())
+    assert P.add_q8.default not in _targets(low) and torch.ops.aten.add.Tensor in _targets(low)
+    a, b = qdq(x).detach(), low(x).detach()
+    assert float((a - b).abs().max()) <= 0.05 * float(a.abs().max())

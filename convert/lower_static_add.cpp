@@ -1,0 +1,91 @@
+// lower-to-native, static adds: XNNPACKQuantizer's add / add-relu pattern, a per-tensor dequantize
+// on each input of aten.add, an optional relu, and a per-tensor quantize of the sum, becomes one
+// pt2q.add_q8 on the input codes: bit for bit the chain's codes (the op repeats torch's fp32
+// steps), the relu folded into the clamp's lower end (relu(y) quantizes to max(code(y),
+// zero_point)). Matched when the add has exactly two node operands, no alpha, and feeds only the
+// relu or the quantize; every qparam a literal, each input's codes int8 over [-128, 127] (or uint8
+// over [0, 255], moved to int8 with their quantize's other dequantizes, as the static chains are).
+//
+// Before:
+//   %da = quantized_decomposed.dequantize_per_tensor(%qa, 0.02, -3, -128, 127, torch.int8)
+//   %db = quantized_decomposed.dequantize_per_tensor(%qb, 0.05, 4, -128, 127, torch.int8)
+//   %y = aten.add.Tensor(%da, %db)
+//   %r = aten.relu(%y)
+//   %q = quantized_decomposed.quantize_per_tensor(%r, 0.06, -10, -128, 127, torch.int8)
+// After:
+//   %q = pt2q.add_q8(%qa, 0.02, -3, %qb, 0.05, 4, 0.06, -10, -10, 127)
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "convert/native_lowering.h"
+#include "convert/static_qdq.h"
+#include "graph/pass.h"
+
+namespace pt2q {
+namespace {
+
+struct AddSite {
+  Node* q;
+  PerTensor a, b, out;
+  bool relu;
+  std::vector<Node*> to_int8;
+};
+
+std::optional<AddSite> match(Node* qn) {
+  auto closing = closingQuantize(qn);
+  if (!closing) return std::nullopt;
+  const PerTensor* q = &closing->q;
+  Node* y = closing->op;
+  const bool relu = closing->relu;
+  if (y->target() != "aten.add.Tensor" || y->args().size() != 2 || !y->kwargs().empty() || y->users().size() != 1 ||
+      !y->args()[0].isNode() || !y->args()[1].isNode()) {
+    return std::nullopt;
+  }
+  auto a = perTensor(y->args()[0].node(), kDequantizePerTensor);
+  auto b = perTensor(y->args()[1].node(), kDequantizePerTensor);
+  if (!a || !b || a->is_uint8 != q->is_uint8 || b->is_uint8 != q->is_uint8) return std::nullopt;
+  const int64_t shift = q->is_uint8 ? 128 : 0;  // to the int8 codes the op reads and writes
+  for (const PerTensor* in : {&*a, &*b}) {
+    if (in->qmin - shift != -128 || in->qmax - shift != 127) return std::nullopt;
+  }
+  if (!(q->qmin - shift >= -128 && q->qmin <= q->qmax && q->qmax - shift <= 127)) return std::nullopt;
+  AddSite site{qn, *a, *b, *q, relu, {}};
+  if (q->is_uint8) {
+    for (const PerTensor* in : {&*a, &*b}) {
+      auto from = in->input.isNode() ? uint8Group(in->input.node()) : std::nullopt;
+      if (!from) return std::nullopt;
+      site.to_int8.insert(site.to_int8.end(), from->begin(), from->end());
+    }
+    auto to = uint8Group(qn);
+    if (!to) return std::nullopt;
+    site.to_int8.insert(site.to_int8.end(), to->begin(), to->end());
+  }
+  return site;
+}
+
+}  // namespace
+
+int64_t lowerStaticAdds(Graph& g) {
+  std::vector<AddSite> sites;
+  for (Node* n : g.nodes()) {
+    if (auto s = match(n)) sites.push_back(*s);
+  }
+  std::vector<Node*> to_int8;
+  for (const AddSite& s : sites) to_int8.insert(to_int8.end(), s.to_int8.begin(), s.to_int8.end());
+  shiftToInt8(to_int8);
+  for (const AddSite& s : sites) {
+    const int64_t shift = s.out.is_uint8 ? 128 : 0;
+    const int64_t zo = s.out.zero_point - shift, qmin = s.out.qmin - shift;
+    // The inputs read now, from the dequantizes: an earlier site may have replaced their producers.
+    std::vector<Argument> args{s.a.node->args()[0], s.a.scale, s.a.zero_point - shift,
+                               s.b.node->args()[0], s.b.scale, s.b.zero_point - shift,
+                               s.out.scale,         zo,        s.relu ? std::max(qmin, zo) : qmin,
+                               s.out.qmax - shift};
+    replaceQuantize(g, s.q, "add_q8", std::move(args));
+  }
+  createDeadCodeEliminationPass()->run(g);
+  return static_cast<int64_t>(sites.size());
+}
+
+}  // namespace pt2q
