@@ -10,7 +10,7 @@
 // weight-only linear_w8a16 / linear_w4a16.
 // Anything else stays quantize/dequantize and still runs. Static chains (dq -> linear / conv2d
 // [-> relu] -> q) are matched first, in lower_static_to_native.cpp, then static adds
-// (lower_static_add.cpp), and MX weights
+// (lower_static_add.cpp) and max pooling (lower_static_pool.cpp), and MX weights
 // (mx_dequantize -> linear) in lower_mx_to_native.cpp.
 //
 // Before (weight-only, per channel):
@@ -249,7 +249,8 @@ std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& w
 
 int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
   // Static chains first: their weight dequantize would also match the weight-only pattern.
-  const int64_t lowered_static = lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerMxLinears(g);
+  const int64_t lowered_static =
+      lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerStaticPools(g) + lowerMxLinears(g);
   std::vector<Site> sites;
   for (Node* n : g.nodes()) {
     if (n->kind() != NodeKind::kCallFunction || n->target() != "aten.linear" || n->args().size() < 2 ||

@@ -45,6 +45,10 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken);
 /// (convert/lower_static_add.cpp). Returns how many.
 int64_t lowerStaticAdds(Graph& g);
 
+/// dq -> max_pool2d -> q of the same qparams becomes pt2q.max_pool2d_q8 on the codes
+/// (convert/lower_static_pool.cpp). Returns how many.
+int64_t lowerStaticPools(Graph& g);
+
 /// aten.linear on mx_dequantize(constant codes, constant scales) blocked along K, its input
 /// optionally mx_fake_quantize'd along K, becomes pt2q.linear_mx on the codes
 /// (convert/lower_mx_to_native.cpp). Returns how many.

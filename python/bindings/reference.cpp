@@ -12,6 +12,7 @@
 #include "kernels/linear_static.h"
 #include "kernels/linear_weight_only_args.h"
 #include "kernels/mx/mx_args.h"
+#include "kernels/pool_q8.h"
 
 namespace pt2q::python {
 
@@ -134,6 +135,12 @@ void bindReference(py::module_& m) {
       py::arg("a"), py::arg("a_scale"), py::arg("a_zero_point"), py::arg("b"), py::arg("b_scale"),
       py::arg("b_zero_point"), py::arg("output_scale"), py::arg("output_zero_point"), py::arg("output_quant_min") = -128,
       py::arg("output_quant_max") = 127);
+  m.def(
+      "max_pool2d_q8",
+      [](const at::Tensor& x, std::vector<int64_t> ks, std::vector<int64_t> st, std::vector<int64_t> pad,
+         std::vector<int64_t> dil, bool ceil_mode) { return maxPoolQ8Ref(x, ks, st, pad, dil, ceil_mode); },
+      py::arg("input"), py::arg("kernel_size"), py::arg("stride"), py::arg("padding") = std::vector<int64_t>{0},
+      py::arg("dilation") = std::vector<int64_t>{1}, py::arg("ceil_mode") = false);
 }
 
 }  // namespace pt2q::python

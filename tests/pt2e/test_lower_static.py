@@ -259,3 +259,54 @@ def test_add_of_uint8_codes_and_unmatched_adds_stay():
     assert P.add_q8.default not in _targets(low) and torch.ops.aten.add.Tensor in _targets(low)
     a, b = qdq(x).detach(), low(x).detach()
     assert float((a - b).abs().max()) <= 0.05 * float(a.abs().max())
+
+
+class Pooled(nn.Module):
+    """A stem: conv -> relu -> max_pool2d (its qparams shared with its input) -> conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.c2(nn.functional.max_pool2d(torch.relu(self.c1(x)), 3, 2, 1))
+
+
+@pytest.mark.parametrize("which", ["xnnpack", "x86"])
+def test_max_pool_lowers_on_the_codes(which):
+    """XNNPACK's int8 chain, and X86's uint8 one whose neighbours' lowering already moved its input
+    and output quantizes to int8: max_pool2d_q8 on the codes, the same output as the chain's
+    wherever the convs' codes agree."""
+    torch.manual_seed(0)
+    model, x = Pooled().eval(), torch.randn(2, 3, 12, 12)
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _xnnpack() if which == "xnnpack" else _x86())
+    for _ in range(4):
+        p(torch.randn(2, 3, 12, 12))
+    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    targets = _targets(low)
+    assert targets.count(P.max_pool2d_q8.default) == 1 and torch.ops.aten.max_pool2d.default not in targets
+    pool = next(n for n in low.graph.nodes if n.target == P.max_pool2d_q8.default)
+    assert pool.args[0].target == P.conv2d_q8.default and list(pool.args[1:4]) == [[3, 3], [2, 2], [1, 1]]
+    xs = [torch.randn(2, 3, 12, 12) for _ in range(8)]
+    off = [float((~torch.isclose(qdq(x2), low(x2), rtol=1e-5, atol=1e-6)).float().mean()) for x2 in xs]
+    assert sum(off) / len(off) < 0.05
+
+
+def test_max_pool_with_other_qparams_after_it_keeps_its_chain():
+    """A quantize after max_pool2d with qparams of its own (a hand-written annotation) is not the
+    pooled codes: the chain stays; with the input's qparams it lowers."""
+    from torch.fx import Graph, GraphModule
+
+    def lowered_targets(out_scale):
+        g = Graph()
+        x = g.placeholder("x")
+        d = g.call_function(QD.dequantize_per_tensor.default, (x, 0.02, 3, -128, 127, torch.int8))
+        m = g.call_function(torch.ops.aten.max_pool2d.default, (d, [2, 2], [2, 2]))
+        g.output(g.call_function(QD.quantize_per_tensor.default, (m, out_scale, 3, -128, 127, torch.int8)))
+        ir = pt2q.graph.from_fx(GraphModule(torch.nn.Module(), g))
+        ir.run_passes(["lower-to-native"])
+        return {n.target for n in ir.nodes()}
+
+    assert "pt2q.max_pool2d_q8" not in lowered_targets(0.05)
+    assert "pt2q.max_pool2d_q8" in lowered_targets(0.02)
