@@ -16,11 +16,12 @@
 //   %q = pt2q.add_q8(%qa, 0.02, -3, %qb, 0.05, 4, 0.06, -10, -10, 127)
 #include <algorithm>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "convert/native_lowering.h"
 #include "convert/static_qdq.h"
-#include "graph/pass.h"
 
 namespace pt2q {
 namespace {
@@ -67,25 +68,15 @@ std::optional<AddSite> match(Node* qn) {
 }  // namespace
 
 int64_t lowerStaticAdds(Graph& g) {
-  std::vector<AddSite> sites;
-  for (Node* n : g.nodes()) {
-    if (auto s = match(n)) sites.push_back(*s);
-  }
-  std::vector<Node*> to_int8;
-  for (const AddSite& s : sites) to_int8.insert(to_int8.end(), s.to_int8.begin(), s.to_int8.end());
-  shiftToInt8(to_int8);
-  for (const AddSite& s : sites) {
+  return lowerQuantizeSites(g, match, [](const AddSite& s) {
     const int64_t shift = s.out.is_uint8 ? 128 : 0;
     const int64_t zo = s.out.zero_point - shift, qmin = s.out.qmin - shift;
-    // The inputs read now, from the dequantizes: an earlier site may have replaced their producers.
     std::vector<Argument> args{s.a.node->args()[0], s.a.scale, s.a.zero_point - shift,
                                s.b.node->args()[0], s.b.scale, s.b.zero_point - shift,
                                s.out.scale,         zo,        s.relu ? std::max(qmin, zo) : qmin,
                                s.out.qmax - shift};
-    replaceQuantize(g, s.q, "add_q8", std::move(args));
-  }
-  createDeadCodeEliminationPass()->run(g);
-  return static_cast<int64_t>(sites.size());
+    return std::make_pair(std::string("add_q8"), std::move(args));
+  });
 }
 
 }  // namespace pt2q

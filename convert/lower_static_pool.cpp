@@ -12,11 +12,12 @@
 // After:
 //   %q = pt2q.max_pool2d_q8(%q0, [3, 3], [2, 2], [1, 1], [1, 1], False)
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "convert/native_lowering.h"
 #include "convert/static_qdq.h"
-#include "graph/pass.h"
 
 namespace pt2q {
 namespace {
@@ -78,21 +79,11 @@ std::optional<PoolSite> match(Node* qn) {
 }  // namespace
 
 int64_t lowerStaticPools(Graph& g) {
-  std::vector<PoolSite> sites;
-  for (Node* n : g.nodes()) {
-    if (auto s = match(n)) sites.push_back(*s);
-  }
-  std::vector<Node*> to_int8;
-  for (const PoolSite& s : sites) to_int8.insert(to_int8.end(), s.to_int8.begin(), s.to_int8.end());
-  shiftToInt8(to_int8);
-  for (const PoolSite& s : sites) {
-    // The codes read now, from the dequantize: an earlier site may have replaced their producer.
+  return lowerQuantizeSites(g, match, [](const PoolSite& s) {
     std::vector<Argument> args{s.in.node->args()[0]};
     args.insert(args.end(), s.window.begin(), s.window.end());
-    replaceQuantize(g, s.q, "max_pool2d_q8", std::move(args));
-  }
-  createDeadCodeEliminationPass()->run(g);
-  return static_cast<int64_t>(sites.size());
+    return std::make_pair(std::string("max_pool2d_q8"), std::move(args));
+  });
 }
 
 }  // namespace pt2q

@@ -51,7 +51,6 @@
 
 #include "convert/native_lowering.h"
 #include "convert/static_qdq.h"
-#include "graph/pass.h"
 #include "kernels/linear_static.h"
 
 namespace pt2q {
@@ -163,30 +162,16 @@ ArgList ints(const std::vector<int64_t>& v) {
 }  // namespace
 
 int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
-  std::vector<StaticSite> sites;
-  for (Node* n : g.nodes()) {
-    if (auto s = match(g, n)) sites.push_back(*s);
-  }
-  std::vector<at::Tensor> packed;  // all packed before the graph changes
-  for (const StaticSite& s : sites) {
-    // conv2d_q8 reads its weight channels last: (out, kh, kw, in).
-    const at::Tensor w = s.weight->dim() == 4 ? s.weight->permute({0, 2, 3, 1}) : *s.weight;
-    packed.push_back(packWeightConstant(w.reshape({w.size(0), -1}).contiguous(), 8));
-  }
-  // uint8 chains move to int8 first.
-  std::vector<Node*> to_int8;
-  for (const StaticSite& s : sites) to_int8.insert(to_int8.end(), s.to_int8.begin(), s.to_int8.end());
-  shiftToInt8(to_int8);
-  for (size_t i = 0; i < sites.size(); ++i) {
-    const StaticSite& s = sites[i];
+  return lowerQuantizeSites(g, [&](Node* n) { return match(g, n); }, [&](const StaticSite& s) {
     const int64_t shift = s.out.is_uint8 ? 128 : 0;
     const int64_t in_zp = s.in.zero_point - shift, out_zp = s.out.zero_point - shift;
     const int64_t out_min = s.out.qmin - shift, out_max = s.out.qmax - shift;
-    Node* attr = addPackedWeight(g, taken, packed[i], s.q);
+    // conv2d_q8 reads its weight channels last: (out, kh, kw, in).
+    const at::Tensor w = s.weight->dim() == 4 ? s.weight->permute({0, 2, 3, 1}) : *s.weight;
+    Node* attr = addPackedWeight(g, taken, packWeightConstant(w.reshape({w.size(0), -1}).contiguous(), 8), s.q);
     const Argument scales = s.new_scales ? Argument(addConstant(g, taken, "_packed_scale", *s.new_scales, s.q)) : s.scales;
     // relu(y) quantizes to max(code(y), zero_point): the clamp's lower end.
     const int64_t qmin = s.relu ? std::max(out_min, out_zp) : out_min;
-    // The input read now, from the dequantize: an earlier site may have replaced its producer.
     std::vector<Argument> args{s.in.node->args()[0], s.in.scale, in_zp, Argument(attr), scales, s.bias};
     const bool conv = s.op->target() == "aten.conv2d";
     if (conv) {
@@ -199,10 +184,8 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
       args.push_back(x);
     }
     if (conv && s.groups != 1) args.emplace_back(s.groups);
-    replaceQuantize(g, s.q, conv ? "conv2d_q8" : "linear_q8", std::move(args));
-  }
-  createDeadCodeEliminationPass()->run(g);
-  return static_cast<int64_t>(sites.size());
+    return std::make_pair(std::string(conv ? "conv2d_q8" : "linear_q8"), std::move(args));
+  });
 }
 
 }  // namespace pt2q

@@ -1,6 +1,8 @@
 // Per-tensor quantize / dequantize nodes for the static lowerings (static_qdq.h).
 #include "convert/static_qdq.h"
 
+#include "graph/pass.h"
+
 #include <set>
 #include <utility>
 
@@ -61,6 +63,8 @@ void shiftToInt8(const std::vector<Node*>& nodes) {
     n->setArgs(std::move(a));
   }
 }
+
+void removeDeadCode(Graph& g) { createDeadCodeEliminationPass()->run(g); }
 
 Node* replaceQuantize(Graph& g, Node* q, const std::string& op, std::vector<Argument> args) {
   Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, std::move(args), {}, g.uniqueName(op), q);

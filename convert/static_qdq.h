@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -45,8 +46,34 @@ std::optional<std::vector<Node*>> uint8Group(Node* q);
 /// each once: a quantize may feed one lowered site and close another.
 void shiftToInt8(const std::vector<Node*>& nodes);
 
+/// The graph without its dead nodes (the dead-code-elimination pass).
+void removeDeadCode(Graph& g);
+
 /// A new call of pt2q.{op}(args) in place of the quantize `q`, which it replaces for q's users and
 /// whose meta it takes (the annotation dropped); q is erased.
 Node* replaceQuantize(Graph& g, Node* q, const std::string& op, std::vector<Argument> args);
+
+/// The driver of a static lowering: every site `match(node)` finds (a struct with the quantize it
+/// replaces as `q` and the nodes to move to int8 as `to_int8`), all found before the graph changes;
+/// the uint8 moves; `emit(site)` returning the native op's name and arguments for each (reading its
+/// inputs then, as an earlier site may have replaced their producers); dead code removed. Returns
+/// how many sites were lowered.
+template <class Match, class Emit>
+int64_t lowerQuantizeSites(Graph& g, Match match, Emit emit) {
+  using Site = typename decltype(match(std::declval<Node*>()))::value_type;
+  std::vector<Site> sites;
+  for (Node* n : g.nodes()) {
+    if (auto s = match(n)) sites.push_back(std::move(*s));
+  }
+  std::vector<Node*> to_int8;
+  for (const Site& s : sites) to_int8.insert(to_int8.end(), s.to_int8.begin(), s.to_int8.end());
+  shiftToInt8(to_int8);
+  for (const Site& s : sites) {
+    auto [op, args] = emit(s);
+    replaceQuantize(g, s.q, op, std::move(args));
+  }
+  removeDeadCode(g);
+  return static_cast<int64_t>(sites.size());
+}
 
 }  // namespace pt2q
