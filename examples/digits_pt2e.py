@@ -190,8 +190,9 @@ def main():
           "tensor for XNNPACK's dynamic config, MX blocks of 32), the convolutions in float (the MX\n"
           "ones on weights kept as packed codes + E8M0 scales, dequantized per call); \"int8 static,\n"
           "native\" runs its convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in\n"
-          "and out), and so do the per-tensor and X86 ones (X86's uint8 codes shifted to int8; its\n"
-          "last linear, whose output X86 leaves float, runs linear_w8a16). --compile lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq ->\n"
+          "and out) and its max-pool as pt2q.max_pool2d_q8 on the codes, and so do the per-tensor\n"
+          "and X86 ones (X86's uint8 codes shifted to int8; its last linear, whose output X86\n"
+          "leaves float, runs linear_w8a16).\n--compile lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq ->\n"
           "max_pool2d -> q on CPU tensors).")
 
 
