@@ -246,8 +246,11 @@ def isa_check():
     check_linear(*make(250, 20, (9,), seed=5, bias=False), qmin=3)
     # first layers: 1 and 3 input channels (whole kernel rows copied where they lie inside; the
     # dilated one tap by tap), without a bias and with a relu clamp
+    # (a kernel row of kw x c bytes takes each of the short-copy sizes: 21, 3, 9, 5, 48 and 2 x 3)
     for c, ks, st, pad, dil in ((3, (7, 7), (2, 2), (3, 3), (1, 1)), (1, (3, 3), (1, 1), (1, 1), (1, 1)),
-                                (3, (3, 3), (2, 2), (2, 2), (2, 2))):
+                                (3, (3, 3), (2, 2), (2, 2), (2, 2)), (3, (3, 3), (2, 2), (1, 1), (1, 1)),
+                                (1, (5, 5), (1, 2), (2, 2), (1, 1)), (16, (3, 3), (1, 1), (1, 1), (1, 1)),
+                                (2, (3, 3), (1, 1), (0, 0), (1, 1))):
         x, sx, zx, w, sw, b, so, zo, acc = conv_case(2, c, 11, 9, 20, ks, st, pad, dil, seed=6)
         for qmin, bias in ((-128, b), (zo, None)):
             got = P.conv2d_q8(x, sx, zx, pack_conv(w), sw, bias, list(ks), list(st), list(pad), list(dil), so, zo,
