@@ -11,6 +11,11 @@ struct MaxPoolQ8Geometry {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
 };
 
+/// Value i of a pooling argument of 0, 1 or 2 values (one value: both dimensions; none: dflt).
+inline int64_t poolArg(at::IntArrayRef v, size_t i, int64_t dflt) {
+  return v.empty() ? dflt : v.size() == 1 ? v[0] : v[i];
+}
+
 /// One output extent as aten's pooling_output_shape computes it.
 int64_t poolOutputSize(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode);
 

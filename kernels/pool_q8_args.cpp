@@ -2,13 +2,6 @@
 #include "kernels/pool_q8.h"
 
 namespace pt2q {
-namespace {
-
-int64_t pick(at::IntArrayRef v, size_t i, int64_t dflt) {
-  return v.empty() ? dflt : v.size() == 1 ? v[0] : v[i];
-}
-
-}  // namespace
 
 int64_t poolOutputSize(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
   const int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
@@ -30,10 +23,10 @@ MaxPoolQ8Geometry checkMaxPoolQ8(const at::Tensor& input, at::IntArrayRef kernel
                       " must have 1 or 2 values, got ", v.size());
   }
   MaxPoolQ8Geometry g;
-  g.kh = pick(kernel_size, 0, 1), g.kw = pick(kernel_size, 1, 1);
-  g.sh = pick(stride, 0, g.kh), g.sw = pick(stride, 1, g.kw);
-  g.ph = pick(padding, 0, 0), g.pw = pick(padding, 1, 0);
-  g.dh = pick(dilation, 0, 1), g.dw = pick(dilation, 1, 1);
+  g.kh = poolArg(kernel_size, 0, 1), g.kw = poolArg(kernel_size, 1, 1);
+  g.sh = poolArg(stride, 0, g.kh), g.sw = poolArg(stride, 1, g.kw);
+  g.ph = poolArg(padding, 0, 0), g.pw = poolArg(padding, 1, 0);
+  g.dh = poolArg(dilation, 0, 1), g.dw = poolArg(dilation, 1, 1);
   TORCH_CHECK_VALUE(g.kh > 0 && g.kw > 0 && g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0,
                     "max_pool2d_q8: kernel_size, stride and dilation must be positive, got ", kernel_size, ", ", stride,
                     " and ", dilation);

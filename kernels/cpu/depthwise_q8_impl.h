@@ -105,8 +105,10 @@ struct Q8EpilogueAvx2 {
     const __m256 y = _mm256_add_ps(_mm256_mul_ps(t, sx), bias);
     const __m256 c = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(y, inv), vlo), vhi);
     const __m256 r = _mm256_add_ps(_mm256_sub_ps(_mm256_add_ps(c, magic), magic), zo);
-    const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
-    // q is within [-128, 127] already: the saturating packs keep it, in order.
+    storeCodes(_mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi)), out);
+  }
+  // 8 codes already within [-128, 127] (the saturating packs keep them, in order) to out.
+  static void storeCodes(__m256i q, int8_t* out) {
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packs_epi16(w, w));
   }

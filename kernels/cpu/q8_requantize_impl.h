@@ -63,10 +63,7 @@ inline void q8AddRows(const int8_t* a, const int8_t* b, int64_t n, const Q8AddCo
   for (; i + 8 <= n; i += 8) {
     const __m256 y = _mm256_add_ps(dq(a + i, za, sa), dq(b + i, zb, sb));
     const __m256 r = _mm256_add_ps(_mm256_round_ps(_mm256_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zo);
-    const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
-    // q is within [-128, 127]: the saturating packs keep it, in order.
-    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), _mm_packs_epi16(w, w));
+    Q8EpilogueAvx2::storeCodes(_mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi)), out + i);
   }
 #endif
   for (; i < n; ++i) {

@@ -8,8 +8,6 @@
 namespace pt2q {
 namespace {
 
-int64_t pick(at::IntArrayRef v, size_t i, int64_t dflt) { return v.empty() ? dflt : v.size() == 1 ? v[0] : v[i]; }
-
 c10::SymInt outputSize(const c10::SymInt& in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
   c10::SymInt out = (in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0)) / stride + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad) out = out - 1;
@@ -24,9 +22,9 @@ at::Tensor maxPoolQ8Meta(const at::Tensor& input, at::IntArrayRef ks, at::IntArr
   std::vector<c10::SymInt> sizes = input.sym_sizes().vec();
   const size_t d = sizes.size();
   for (size_t i = 0; i < 2; ++i) {
-    const int64_t k = pick(ks, i, 1);
-    sizes[d - 2 + i] = outputSize(input.sym_size(static_cast<int64_t>(d - 2 + i)), k, pick(pad, i, 0), pick(st, i, k),
-                                  pick(dil, i, 1), ceil_mode);
+    const int64_t k = poolArg(ks, i, 1);
+    sizes[d - 2 + i] = outputSize(input.sym_size(static_cast<int64_t>(d - 2 + i)), k, poolArg(pad, i, 0), poolArg(st, i, k),
+                                  poolArg(dil, i, 1), ceil_mode);
   }
   return at::empty_symint(sizes, input.options());
 }
