@@ -18,6 +18,16 @@ struct Q8Output {
   int64_t zero_point = 0, quant_min = -128, quant_max = 127;
 };
 
+/// conv2d_q8's optional residual: int8 codes of the output's shape [N, OC, OH, OW], whose
+/// dequantize_per_tensor value (r - zero_point) * scale joins y before the output's rounding (the
+/// conv -> add [-> relu] fusion of X86InductorQuantizer, where the conv's output is not quantized).
+struct Q8Residual {
+  c10::optional<at::Tensor> codes;
+  double scale = 1.0;
+  int64_t zero_point = 0;
+  bool on() const { return codes.has_value(); }
+};
+
 /// linear_q8's checks; returns (m, k, n).
 std::array<int64_t, 3> checkLinearQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                                      const at::Tensor& packed, const at::Tensor& weight_scales,
@@ -41,12 +51,12 @@ inline bool groupedConvRunsDirect(int64_t cg, int64_t ocg, int64_t oc, int64_t t
   return cpu::groupedLanes16Fit(cg, ocg, oc, taps);
 }
 
-/// conv2d_q8's checks and output geometry.
+/// conv2d_q8's checks (the residual's too) and output geometry.
 Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                                const at::Tensor& packed, const at::Tensor& weight_scales,
                                const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                               const Q8Output& out, int64_t groups);
+                               const Q8Output& out, int64_t groups, const Q8Residual& residual = {});
 
 /// Reference implementations (plain ATen, any device): the integer sum exact in fp64, then
 /// y = s_x * s_w * sum + bias and torch's quantize_per_tensor rounding, in fp64.
@@ -56,6 +66,6 @@ at::Tensor linearQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
 at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                        const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::IntArrayRef dilation, const Q8Output& out, int64_t groups);
+                       at::IntArrayRef dilation, const Q8Output& out, int64_t groups, const Q8Residual& residual = {});
 
 }  // namespace pt2q

@@ -62,7 +62,7 @@ Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int6
                                const at::Tensor& packed, const at::Tensor& weight_scales,
                                const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                               const Q8Output& out, int64_t groups) {
+                               const Q8Output& out, int64_t groups, const Q8Residual& residual) {
   checkCommon("conv2d_q8", input, input_scale, input_zero_point, packed, weight_scales, bias, out);
   TORCH_CHECK_VALUE(input.dim() == 4, "conv2d_q8: input must be 4-d [N, C, H, W], got ", input.dim(), "-d");
   for (const auto& [name, v] : {std::pair<const char*, at::IntArrayRef>{"kernel_size", kernel_size},
@@ -86,6 +86,18 @@ Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int6
                     ") and the output channels (", g.oc, ", from weight_scales)");
   g.groups = groups;
   checkPacked("conv2d_q8", packed, g.oc, g.k(), "input channels / groups x kernel_size");
+  if (residual.on()) {
+    const at::Tensor& r = *residual.codes;
+    TORCH_CHECK_VALUE(r.scalar_type() == at::kChar, "conv2d_q8: residual must be int8 codes, got ", r.scalar_type());
+    TORCH_CHECK_VALUE(r.sizes() == at::IntArrayRef({g.n, g.oc, g.oh, g.ow}), "conv2d_q8: residual must have the ",
+                      "output's shape [", g.n, ", ", g.oc, ", ", g.oh, ", ", g.ow, "], got ", r.sizes());
+    TORCH_CHECK_VALUE(r.device() == input.device(), "conv2d_q8: residual must be on the input's device (",
+                      input.device(), "), got ", r.device());
+    TORCH_CHECK_VALUE(std::isfinite(residual.scale) && residual.scale > 0,
+                      "conv2d_q8: residual_scale must be positive and finite, got ", residual.scale);
+    TORCH_CHECK_VALUE(residual.zero_point >= -128 && residual.zero_point <= 127,
+                      "conv2d_q8: residual_zero_point must be in [-128, 127], got ", residual.zero_point);
+  }
   return g;
 }
 

@@ -127,7 +127,10 @@ TORCH_LIBRARY(pt2q, m) {
   // row and output channel o reading input channels of group o / (out_channels / groups), as
   // F.conv2d), float bias. y = s_x * s_w *
   // sum (q_x - z_x) w + bias, then quantize_per_tensor's codes clamp(round(y / s_o) + z_o,
-  // output_quant_min, output_quant_max) (a fused relu: output_quant_min = z_o).
+  // output_quant_min, output_quant_max) (a fused relu: output_quant_min = z_o). conv2d_q8's
+  // optional residual (int8 codes of the output's shape, X86InductorQuantizer's conv -> add [->
+  // relu] fusion) adds dequantize_per_tensor's (r - residual_zero_point) * residual_scale to y
+  // before the rounding (and before the relu's clamp).
   m.def(
       "linear_q8(Tensor input, float input_scale, int input_zero_point, Tensor packed_weight, "
       "Tensor weight_scales, Tensor? bias, float output_scale, int output_zero_point, "
@@ -136,7 +139,7 @@ TORCH_LIBRARY(pt2q, m) {
       "conv2d_q8(Tensor input, float input_scale, int input_zero_point, Tensor packed_weight, "
       "Tensor weight_scales, Tensor? bias, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, "
       "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127, "
-      "int groups=1) -> Tensor");
+      "int groups=1, Tensor? residual=None, float residual_scale=1.0, int residual_zero_point=0) -> Tensor");
   // Static int8 add: int8 codes a and b (broadcast against each other), each with its per-tensor
   // scale and zero point, give the int8 codes of their sum, bit for bit what the chain
   // dequantize_per_tensor(a) + dequantize_per_tensor(b) -> quantize_per_tensor gives (fp32

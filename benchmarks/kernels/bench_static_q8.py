@@ -4,7 +4,9 @@ against the eager quantize/dequantize chain of an unlowered XNNPACK graph (torch
 dequantize_per_tensor -> fp32 op -> quantize_per_tensor), on ResNet-style convolutions, the
 demo CNN's small ones, MobileNet depthwise and ResNeXt grouped ones, and Llama-style linears at
 prefill row counts; and pt2q.add_q8 (a residual add on int8 codes) against its chain and the float
-adds. Compute-bound: "GB/s" and
+adds; and conv2d_q8 with a residual (X86InductorQuantizer's conv -> add -> relu, one op) against
+conv2d_q8 then add_q8 (XNNPACK's lowering, two ops), the chain and the float conv + add + relu.
+Compute-bound: "GB/s" and
 "% BW" count the int8 operands only and are for reference.
 
     python benchmarks/kernels/bench_static_q8.py
@@ -38,6 +40,9 @@ GROUPED = [  # MobileNet depthwise convolutions; ResNeXt-50 32x4d's grouped 3x3 
 ]
 LINEARS = [(4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]  # N, K, M
 ADDS = [(1, 64, 56, 56), (8, 256, 28, 28), (64, 1 << 16)]  # residual-add shapes: ResNet blocks, a flat 4M
+RESIDUAL_CONVS = [  # batch, in channels, size, out channels, kernel: ResNet-18's and -50's block-closing convs
+    (1, 64, 56, 64, 3), (1, 256, 14, 256, 3), (8, 128, 28, 128, 3), (1, 64, 56, 256, 1),
+]
 
 
 def conv_cases(convs=CONVS + GROUPED):
@@ -117,12 +122,45 @@ def add_cases():
     return out
 
 
+def residual_cases():
+    """The conv closing a residual block with its add and relu, each way it can run."""
+    out = []
+    g = torch.Generator().manual_seed(3)
+    for n, c, h, oc, k in RESIDUAL_CONVS:
+        x = torch.randint(-128, 128, (n, c, h, h), dtype=torch.int8, generator=g)
+        r = torch.randint(-128, 128, (n, oc, h, h), dtype=torch.int8, generator=g)
+        w = torch.randint(-127, 128, (oc, c, k, k), dtype=torch.int8, generator=g)
+        sw, b = torch.rand(oc, generator=g) * 0.01 + 1e-3, torch.randn(oc, generator=g)
+        packed = P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(oc, -1).contiguous())
+        xf, wf, rf = (x.float() - 3) * 0.02, w.float() * sw[:, None, None, None], (r.float() + 2) * 0.04
+        p = k // 2
+        group = f"conv2d + add + relu N={n} C={c} H=W={h} OC={oc} k={k}"
+        nbytes = x.numel() + w.numel() + 2 * r.numel()
+        out.append(Case(group, "fp32 conv + add + relu", lambda xf=xf, wf=wf, b=b, rf=rf, p=p: torch.relu(
+            F.conv2d(xf, wf, b, 1, p) + rf), 4 * nbytes, baseline=True))
+        zeros = torch.zeros(oc, dtype=torch.int64)
+
+        def chain(x=x, w=w, sw=sw, b=b, r=r, p=p, zeros=zeros):
+            xd = QD.dequantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8)
+            wd = QD.dequantize_per_channel(w, sw, zeros, 0, -127, 127, torch.int8)
+            rd = QD.dequantize_per_tensor(r, 0.04, -2, -128, 127, torch.int8)
+            return QD.quantize_per_tensor(torch.relu(F.conv2d(xd, wd, b, 1, p) + rd), 0.05, 0, -128, 127, torch.int8)
+
+        out.append(Case(group, "q/dq chain (eager)", chain, nbytes))
+        out.append(Case(group, "conv2d_q8 then add_q8", lambda x=x, pk=packed, sw=sw, b=b, r=r, k=k, p=p: P.add_q8(
+            P.conv2d_q8(x, 0.02, 3, pk, sw, b, [k, k], [1, 1], [p, p], [1, 1], 0.06, 1), 0.06, 1, r, 0.04, -2, 0.05, 0,
+            0, 127), nbytes))
+        out.append(Case(group, "conv2d_q8 + residual", lambda x=x, pk=packed, sw=sw, b=b, r=r, k=k, p=p: P.conv2d_q8(
+            x, 0.02, 3, pk, sw, b, [k, k], [1, 1], [p, p], [1, 1], 0.05, 0, 0, 127, 1, r, 0.04, -2), nbytes))
+    return out
+
+
 def main():
     _reexec_with_caching_malloc()
     bw, probes = measure_bandwidth()
     print(run_header(f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
-    report(run(conv_cases() + linear_cases() + add_cases(), bw), bw)
+    report(run(conv_cases() + linear_cases() + add_cases() + residual_cases(), bw), bw)
 
 
 if __name__ == "__main__":

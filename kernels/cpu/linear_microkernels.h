@@ -106,8 +106,16 @@ using GroupedQ8Fn = void (*)(const GroupedQ8& a, int64_t p0, int64_t p1);
 /// Whether the ISA's GroupedQ8Fn takes a layer of cg input and ocg output channels per group, oc
 /// in all, kh * kw = taps.
 using GroupedQ8TakesFn = bool (*)(int64_t cg, int64_t ocg, int64_t oc, int64_t taps);
-/// Q8Epilogue over n values: out[c] = e(t[c], bias ? bias[c] : 0), the ISA's vectors for the bulk.
-using Q8RequantizeFn = void (*)(const float* t, const float* bias, int64_t n, const Q8Epilogue& e, int8_t* out);
+/// conv2d_q8's residual over a row of outputs: codes r[c] whose dequantized value (float(r[c]) - z)
+/// * s joins the bias (b + dq, in fp32) before the epilogue.
+struct Q8RowResidual {
+  const int8_t* codes;
+  float s, z;
+};
+/// Q8Epilogue over n values: out[c] = e(t[c], (bias ? bias[c] : 0) [+ the residual's dq]), the
+/// ISA's vectors for the bulk. res: null, or a residual row.
+using Q8RequantizeFn = void (*)(const float* t, const float* bias, const Q8RowResidual* res, int64_t n,
+                                const Q8Epilogue& e, int8_t* out);
 /// add_q8's constants: each operand dequantized as torch does, dq(v) = (float(v) - z) * s in fp32,
 /// then `out` (its sx 1) on the two: the code of dq(a) + dq(b).
 struct Q8AddConsts {

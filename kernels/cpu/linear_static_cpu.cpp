@@ -3,7 +3,8 @@
 // the panel loop (cpu/linear_panels.h) takes the integer dot products, and each panel is
 // requantized while in cache: y = s_x * [s_w * sum] + b, then quantize_per_tensor's rounding in
 // fp32 (round(y * (1 / s_o)) + z_o, clamped). Grouped conv2d runs each group so; depthwise conv2d
-// (one input channel per group) sums its taps directly, over all channels at once.
+// (one input channel per group) sums its taps directly, over all channels at once. A residual
+// (X86's conv -> add) joins the bias of each output in the panels' epilogue.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -25,15 +26,34 @@ cpu::Q8Epilogue epilogueOf(double input_scale, const Q8Output& q) {
           static_cast<float>(q.quant_min), static_cast<float>(q.quant_max)};
 }
 
+// conv2d_q8's residual as the panels meet it: int8 codes channels last, output row i's at codes +
+// i * stride (the output's layout), null when there is none.
+struct RowResidual {
+  const int8_t* codes = nullptr;
+  int64_t stride = 0;
+  float scale = 0.0f, zero_point = 0.0f;
+};
+
+RowResidual rowResidual(const Q8Residual& r, const at::Tensor& channels_last) {
+  if (!r.on()) return {};
+  return {channels_last.const_data_ptr<int8_t>(), channels_last.size(3), static_cast<float>(r.scale),
+          static_cast<float>(r.zero_point)};
+}
+
 // Runs the panels of w over xu ([rows, xs]) and writes requantized codes into out (row i at out +
-// i * out_stride, w.n codes). zx128: each row's zero point + 128.
+// i * out_stride, w.n codes). zx128: each row's zero point + 128. A residual's row joins the ISA's
+// epilogue.
 void panelsRequantize(const PanelWeight& w, const uint8_t* xu, int64_t xs, int64_t rows, const int32_t* zx128,
-                      const float* bias, const cpu::Q8Epilogue& rq, int8_t* out, int64_t out_stride) {
+                      const float* bias, const cpu::Q8Epilogue& rq, int8_t* out, int64_t out_stride,
+                      const RowResidual& res = {}) {
   const auto requantize = cpu::linearKernels().q8_requantize;
   runPanels(w, xu, xs, rows, zx128, [&](int64_t r0, int64_t nr, int64_t c0, int64_t cols, const float* tmp) {
     const int64_t c1 = std::min(w.n, c0 + cols);
     for (int64_t i = r0; i < r0 + nr; ++i) {
-      requantize(tmp + (i - r0) * cols, bias != nullptr ? bias + c0 : nullptr, c1 - c0, rq, out + i * out_stride + c0);
+      const cpu::Q8RowResidual row{res.codes != nullptr ? res.codes + i * res.stride + c0 : nullptr, res.scale,
+                                   res.zero_point};
+      requantize(tmp + (i - r0) * cols, bias != nullptr ? bias + c0 : nullptr, row.codes != nullptr ? &row : nullptr,
+                 c1 - c0, rq, out + i * out_stride + c0);
     }
   });
 }
@@ -41,7 +61,7 @@ void panelsRequantize(const PanelWeight& w, const uint8_t* xu, int64_t xs, int64
 // The same from the op's tensors (k valid bytes per row of xu).
 void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int32_t zx, double input_scale,
                     const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
-                    const Q8Output& q, int8_t* out, int64_t out_stride) {
+                    const Q8Output& q, int8_t* out, int64_t out_stride, const RowResidual& res = {}) {
   const int64_t n = weight_scales.size(0), kp = roundUp(k, packChunk(8));
   const at::Tensor s4 = panelScales(weight_scales, n, 1);
   const at::Tensor pw = packed.contiguous();
@@ -49,7 +69,7 @@ void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int3
   const std::vector<int32_t> zx128(rows, zx + 128);
   const PanelWeight w{pw.const_data_ptr<int8_t>(), 8, n, kp, 1, kp / packChunk(8), s4.const_data_ptr<float>()};
   panelsRequantize(w, xu, xs, rows, zx128.data(), b32.defined() ? b32.const_data_ptr<float>() : nullptr,
-                   epilogueOf(input_scale, q), out, out_stride);
+                   epilogueOf(input_scale, q), out, out_stride, res);
 }
 
 at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
@@ -178,7 +198,8 @@ void depthwiseRequantize(const Conv2dQ8Geometry& g, const int8_t* x, int32_t zx,
 // groups run one after another with the rows in parallel.
 void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pad, int32_t zx, double input_scale,
                        const at::Tensor& packed, const at::Tensor& weight_scales,
-                       const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out) {
+                       const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out,
+                       const RowResidual& res) {
   const int64_t groups = g.groups, ocg = g.ocg(), k = g.k(), rows = g.n * g.oh * g.ow;
   const int64_t ocgp = roundUp(ocg, kPackRows), kp = roundUp(k, packChunk(8)), xs = kp + 64;
   const at::Tensor w = unpackWeightRef(packed, g.oc, k, 8).reshape({groups, ocg, k});
@@ -196,8 +217,10 @@ void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pa
     im2col(g, src, gi * g.cg(), pad, xu, xs);
     const PanelWeight pw{gp.const_data_ptr<int8_t>() + gi * ocgp * kp, 8, ocg, kp, 1, kp / packChunk(8),
                          s4.const_data_ptr<float>() + gi * ocgp};
+    RowResidual gres = res;
+    if (gres.codes != nullptr) gres.codes += gi * ocg;
     panelsRequantize(pw, xu, xs, rows, zx128.data(), b32.defined() ? b32.const_data_ptr<float>() + gi * ocg : nullptr,
-                     rq, out + gi * ocg, g.oc);
+                     rq, out + gi * ocg, g.oc, gres);
   };
   if (groups >= 2 * at::get_num_threads()) {
     at::parallel_for(0, groups, 1, [&](int64_t g0, int64_t g1) {
@@ -246,17 +269,24 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
                        const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
                        at::IntArrayRef dilation, double output_scale, int64_t output_zero_point, int64_t qmin,
-                       int64_t qmax, int64_t groups) {
+                       int64_t qmax, int64_t groups, const c10::optional<at::Tensor>& residual,
+                       double residual_scale, int64_t residual_zero_point) {
   const Q8Output q{output_scale, output_zero_point, qmin, qmax};
+  const Q8Residual r{residual, residual_scale, residual_zero_point};
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
-                                           kernel_size, stride, padding, dilation, q, groups);
+                                           kernel_size, stride, padding, dilation, q, groups, r);
   const auto pad = static_cast<uint8_t>(input_zero_point + 128);
   const auto zx = static_cast<int32_t>(input_zero_point);
   at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
   // Rows a power of two apart would share L1 sets: those get a cache line more.
   const int64_t rows = g.n * g.oh * g.ow, k = g.k(), kp = roundUp(k, packChunk(8));
   const int64_t xs = (kp & (kp - 1)) == 0 ? kp + 64 : kp;
-  if (groups > 1 && g.cg() == 1) {
+  // The residual in the output's layout (no copy when it is a conv2d_q8 output, channels last).
+  const at::Tensor res_cl = r.on() ? cpu::channelsLastBytes(*r.codes, at::kChar, 0) : at::Tensor();
+  const RowResidual res = rowResidual(r, res_cl);
+  // With a residual every convolution takes the panels, whose epilogue adds it (grouped ones a GEMM
+  // per group): X86's conv -> add fusion meets plain convolutions.
+  if (groups > 1 && g.cg() == 1 && !r.on()) {
     // Channels last (no copy for a channels-last input), signed codes.
     const at::Tensor x = cpu::channelsLastBytes(input, at::kChar, 0);
     depthwiseRequantize(g, x.const_data_ptr<int8_t>(), zx, packed, weight_scales, bias, epilogueOf(input_scale, q),
@@ -268,16 +298,16 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   const uint8_t* src = x.const_data_ptr<uint8_t>();
   const cpu::LinearKernels& kernels = cpu::linearKernels();
   const cpu::GroupedQ8Fn direct = kernels.grouped_q8;
-  if (groups > 1 && direct != nullptr && kernels.grouped_q8_takes(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
+  if (groups > 1 && !r.on() && direct != nullptr && kernels.grouped_q8_takes(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
     groupedDirectRequantize(g, src, zx, packed, weight_scales, bias, epilogueOf(input_scale, q), direct,
                             out.data_ptr<int8_t>());
   } else if (groups > 1) {
-    groupedRequantize(g, src, pad, zx, input_scale, packed, weight_scales, bias, q, out.data_ptr<int8_t>());
+    groupedRequantize(g, src, pad, zx, input_scale, packed, weight_scales, bias, q, out.data_ptr<int8_t>(), res);
   } else {
     at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
     im2col(g, src, 0, pad, xu.data_ptr<uint8_t>(), xs);
     gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, zx, input_scale, packed, weight_scales, bias, q,
-                   out.data_ptr<int8_t>(), g.oc);
+                   out.data_ptr<int8_t>(), g.oc, res);
   }
   return cpu::nchwFromChannelsLast(out);
 }

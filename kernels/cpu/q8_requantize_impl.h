@@ -2,7 +2,8 @@
 // the depthwise kernel's vector epilogues, so that every path rounds alike:
 // - linear_q8 / conv2d_q8's epilogue over a row of a GEMM panel (Q8RequantizeFn,
 //   linear_microkernels.h). Before: t[c] = s_w[c] * sum[c] in fp32; after: out[c] =
-//   quantize_per_tensor's code of t[c] * s_x + bias[c]. With few input channels (an RGB stem:
+//   quantize_per_tensor's code of t[c] * s_x + bias[c] (with conv2d_q8's residual: + bias[c] +
+//   (r[c] - z_r) * s_r, the bias and the residual's dequantized value summed first). With few input channels (an RGB stem:
 //   k = 27 or 147) the scalar loop had taken a third of the call.
 // - add_q8 (Q8AddFn): before, codes a[i], b[i]; after, the code of dq(a[i]) + dq(b[i]). Its vectors
 //   round with vrndscaleps / vroundps (half to even at any magnitude) instead of the epilogue's
@@ -16,22 +17,38 @@
 
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
 
-inline void q8RequantizeRow(const float* t, const float* bias, int64_t n, const Q8Epilogue& e, int8_t* out) {
+inline void q8RequantizeRow(const float* t, const float* bias, const Q8RowResidual* res, int64_t n,
+                            const Q8Epilogue& e, int8_t* out) {
   int64_t c = 0;
 #if defined(PT2Q_VEC_AVX512)
   const Q8EpilogueAvx512 v(e);
+  const __m512 rs = _mm512_set1_ps(res != nullptr ? res->s : 0.0f), rz = _mm512_set1_ps(res != nullptr ? res->z : 0.0f);
   for (; c < n; c += 16) {
     const __mmask16 m = laneMask(n - c);
-    const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(m, bias + c) : _mm512_setzero_ps();
+    __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(m, bias + c) : _mm512_setzero_ps();
+    if (res != nullptr) {
+      const __m512 r = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, res->codes + c)));
+      b = _mm512_add_ps(b, _mm512_mul_ps(_mm512_sub_ps(r, rz), rs));
+    }
     v.storeScaled(_mm512_maskz_loadu_ps(m, t + c), m, b, out + c);
   }
 #elif defined(PT2Q_VEC_AVX2)
   const Q8EpilogueAvx2 v(e);
+  const __m256 rs = _mm256_set1_ps(res != nullptr ? res->s : 0.0f), rz = _mm256_set1_ps(res != nullptr ? res->z : 0.0f);
   for (; c + 8 <= n; c += 8) {
-    v.storeScaled(_mm256_loadu_ps(t + c), bias != nullptr ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps(), out + c);
+    __m256 b = bias != nullptr ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+    if (res != nullptr) {
+      const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(res->codes + c));
+      b = _mm256_add_ps(b, _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), rz), rs));
+    }
+    v.storeScaled(_mm256_loadu_ps(t + c), b, out + c);
   }
 #endif
-  for (; c < n; ++c) out[c] = e(t[c], bias != nullptr ? bias[c] : 0.0f);
+  for (; c < n; ++c) {
+    float b = bias != nullptr ? bias[c] : 0.0f;
+    if (res != nullptr) b = b + (static_cast<float>(res->codes[c]) - res->z) * res->s;
+    out[c] = e(t[c], b);
+  }
 }
 
 inline void q8AddRows(const int8_t* a, const int8_t* b, int64_t n, const Q8AddConsts& k, int8_t* out) {

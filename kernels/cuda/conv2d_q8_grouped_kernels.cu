@@ -63,10 +63,10 @@ __global__ void __launch_bounds__(kThreads) groupedConvQ8Kernel(GroupedConvQ8 a,
     }
   }
   const float s = __ldg(a.scales + o), b = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
-  int8_t* out = a.out + static_cast<int64_t>(plane) * ohw + row * ow + col0;
+  const int64_t idx = static_cast<int64_t>(plane) * ohw + row * ow + col0;
 #pragma unroll
   for (int j = 0; j < J; ++j) {
-    if (col0 + j < ow) out[j] = dyn::requantize(a.q8, s, sum[j], b);
+    if (col0 + j < ow) a.out[idx + j] = dyn::requantize(a.q8, s, sum[j], b, idx + j);
   }
 }
 

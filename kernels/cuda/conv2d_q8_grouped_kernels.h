@@ -21,7 +21,8 @@ struct GroupedConvQ8 {
   int64_t groups = 1;
   const float* scales = nullptr;  // [oc]
   const float* bias = nullptr;    // [oc] or null
-  Q8Requant q8;                   // on is ignored: this kernel always requantizes
+  Q8Requant q8;                   // on is ignored: this kernel always requantizes; a residual is
+                                  // [n, oc, oh, ow] contiguous, as out
   int8_t* out = nullptr;          // [n, oc, oh, ow] contiguous codes
 };
 

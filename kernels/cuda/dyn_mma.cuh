@@ -38,9 +38,12 @@ __device__ __forceinline__ void storeOut(void* y, FloatType yt, int64_t i, float
   }
 }
 
-// linear_q8's output code from the exact sum: the CPU kernel's fp32 steps (kernels/cpu/
-// linear_static_cpu.cpp), clamped before rounding so that |v| stays small.
-__device__ __forceinline__ int8_t requantize(const Q8Requant& q, float s_w, int sum, float bias) {
+// linear_q8's output code idx (its index in y) from the exact sum: the CPU kernel's fp32 steps
+// (kernels/cpu/linear_static_cpu.cpp), clamped before rounding so that |v| stays small.
+__device__ __forceinline__ int8_t requantize(const Q8Requant& q, float s_w, int sum, float bias, int64_t idx) {
+  if (q.residual != nullptr) {
+    bias = __fadd_rn(bias, __fmul_rn(static_cast<float>(q.residual[idx]) - q.rz, q.rs));
+  }
   const float y = __fadd_rn(__fmul_rn(__fmul_rn(s_w, static_cast<float>(sum)), q.sx), bias);
   const float v = fminf(fmaxf(__fmul_rn(y, q.inv), q.lo - q.zo - 1.0f), q.hi - q.zo + 1.0f);
   return static_cast<int8_t>(fminf(fmaxf(rintf(v) + q.zo, q.lo), q.hi));

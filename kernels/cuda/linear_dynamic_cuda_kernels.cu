@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(kThreads, 2) dynMma(DynGemv a, int splits, int
   mma::finishTile<NT>(part, acc, sp, splits, tile, tiles, a.n, m, [&](int64_t r, int tok, Acc y) {
     if constexpr (Q8) {
       static_cast<int8_t*>(a.y)[(m0 + tok) * a.n + r] =
-          requantize(a.q8, a.scales[r], y, a.bias != nullptr ? a.bias[r] : 0.0f);
+          requantize(a.q8, a.scales[r], y, a.bias != nullptr ? a.bias[r] : 0.0f, (m0 + tok) * a.n + r);
     } else {
       y = y * a.x.scales[m0 + tok];
       if (a.bias != nullptr) y += a.bias[r];

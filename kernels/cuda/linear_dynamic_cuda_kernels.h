@@ -30,10 +30,14 @@ cudaError_t quantizeTokensInt8(const void* x, FloatType xt, int64_t m, int64_t k
 
 /// linear_q8's output: the exact int32 sum of (q - zx) w of each output, then int8 codes
 /// clamp(round(((s_w * sum) * sx + bias) * inv) + zo, lo, hi), in fp32 as the CPU kernel rounds.
+/// conv2d_q8's residual (codes in the output's layout, one per output) joins the bias first:
+/// bias + (r - rz) * rs.
 struct Q8Requant {
   bool on = false;
   int32_t zx = 0;  // x's zero point (one per tensor; TokenCodes' zero points and scales are unused)
   float sx = 0.0f, inv = 0.0f, zo = 0.0f, lo = -128.0f, hi = 127.0f;
+  const int8_t* residual = nullptr;
+  float rs = 0.0f, rz = 0.0f;
 };
 
 struct DynGemv {

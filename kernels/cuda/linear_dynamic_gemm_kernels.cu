@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, RT == 1 ? 2 : 1) dynGemm(DynGemv a, 
         if constexpr (Q8) {
           const int sum = acc[rt][nt][i] - zx_s[tk] * wsum[rt][h];
           static_cast<int8_t*>(a.y)[tok * a.n + r] =
-              requantize(a.q8, a.scales[r], sum, a.bias != nullptr ? a.bias[r] : 0.0f);
+              requantize(a.q8, a.scales[r], sum, a.bias != nullptr ? a.bias[r] : 0.0f, tok * a.n + r);
         } else {
           float y;
           if constexpr (GROUPED) {

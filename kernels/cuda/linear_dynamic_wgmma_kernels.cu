@@ -165,7 +165,7 @@ __global__ void __maxnreg__(Q8 ? 168 : 176)
         const int sum = acc[4 * i + 2 * h + j] - zx * a.row_sums[r];
         if constexpr (Q8) {
           static_cast<int8_t*>(a.y)[tok * a.n + r] =
-              dyn::requantize(a.q8, a.scales[r], sum, a.bias != nullptr ? a.bias[r] : 0.0f);
+              dyn::requantize(a.q8, a.scales[r], sum, a.bias != nullptr ? a.bias[r] : 0.0f, tok * a.n + r);
         } else {
           float y = a.scales[r] * static_cast<float>(sum);
           y = y * sx;

@@ -3,7 +3,8 @@
 // GEMMs from kDynGemmMinRows rows, on Hopper's wgmma from kDynWgmmaMinRows); conv2d_q8
 // first lays its input out as im2col rows (im2col_cuda_kernels.h). A K over kQ8MaxK takes the
 // reference, whose sums are fp64: past it, int32 sums of (q - zx) w could overflow. Grouped and
-// depthwise convolutions (groups > 1) run a direct kernel (conv2d_q8_grouped_kernels.h).
+// depthwise convolutions (groups > 1) run a direct kernel (conv2d_q8_grouped_kernels.h). A residual
+// rides along in Q8Requant, in the layout of each kernel's output.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -38,10 +39,20 @@ cuda::Q8Requant requantArgs(double input_scale, int64_t input_zero_point, const 
   return r;
 }
 
-// rows [m, ld] of int8 codes (ld a multiple of 16, 16-byte aligned rows) -> codes [m, n].
+// The residual's codes in the layout of out (contiguous) and its fp32 constants, set on q8.
+void setResidual(cuda::Q8Requant& q8, const Q8Residual& r, const at::Tensor& codes) {
+  if (!r.on()) return;
+  q8.residual = codes.const_data_ptr<int8_t>();
+  q8.rs = static_cast<float>(r.scale);
+  q8.rz = static_cast<float>(r.zero_point);
+}
+
+// rows [m, ld] of int8 codes (ld a multiple of 16, 16-byte aligned rows) -> codes [m, n]; a
+// residual's codes [m, n] (or null) join before the rounding.
 void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, double input_scale,
                     int64_t input_zero_point, const at::Tensor& packed, const at::Tensor& weight_scales,
-                    const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out) {
+                    const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out,
+                    const Q8Residual& res = {}, const at::Tensor& res_rows = {}) {
   const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
   const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
   const at::Tensor pw = packed.contiguous();
@@ -53,6 +64,8 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
   a.scales = s.const_data_ptr<float>();
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
   a.q8 = requantArgs(input_scale, input_zero_point, q);
+  setResidual(a.q8, res, res_rows);
+  const int8_t* residual = a.q8.residual;
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // The grid takes kDynGemvMaxRows rows of x per launch: slice r0 of them.
@@ -60,6 +73,7 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
     a.m = std::min(cuda::kDynGemvMaxRows, m - r0);
     a.x.codes = const_cast<int8_t*>(rows + r0 * ld);
     a.y = out + r0 * a.n;
+    if (residual != nullptr) a.q8.residual = residual + r0 * a.n;
   };
   // Many rows on Hopper: the wgmma GEMM, with its workspaces (the weight's row sums and rows),
   // allocated once where the first (largest) slice takes it. PT2Q_CUDA_Q8_WGMMA=0 keeps the
@@ -87,8 +101,9 @@ cuda::GroupedConvQ8 groupedArgs(const Conv2dQ8Geometry& g) {
 // groups > 1: the direct kernel on the NCHW codes, writing the NCHW output the CPU returns.
 at::Tensor groupedConv(const char* op, const Conv2dQ8Geometry& g, const at::Tensor& input, double input_scale,
                        int64_t input_zero_point, const at::Tensor& packed, const at::Tensor& weight_scales,
-                       const c10::optional<at::Tensor>& bias, const Q8Output& q) {
+                       const c10::optional<at::Tensor>& bias, const Q8Output& q, const Q8Residual& res) {
   const at::Tensor x = input.contiguous();
+  const at::Tensor r = res.on() ? res.codes->contiguous() : at::Tensor();
   const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
   const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
   const at::Tensor pw = packed.contiguous();
@@ -99,6 +114,7 @@ at::Tensor groupedConv(const char* op, const Conv2dQ8Geometry& g, const at::Tens
   a.scales = s.const_data_ptr<float>();
   a.bias = b.defined() ? b.const_data_ptr<float>() : nullptr;
   a.q8 = requantArgs(input_scale, input_zero_point, q);
+  setResidual(a.q8, res, r);
   a.out = out.data_ptr<int8_t>();
   cuda::checkLaunch(cuda::groupedConvQ8(a, at::cuda::getCurrentCUDAStream()), op);
   return out;
@@ -134,17 +150,20 @@ at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
                         const at::Tensor& packed, const at::Tensor& weight_scales,
                         const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                         at::IntArrayRef padding, at::IntArrayRef dilation, double output_scale,
-                        int64_t output_zero_point, int64_t qmin, int64_t qmax, int64_t groups) {
+                        int64_t output_zero_point, int64_t qmin, int64_t qmax, int64_t groups,
+                        const c10::optional<at::Tensor>& residual, double residual_scale,
+                        int64_t residual_zero_point) {
   const char* op = "conv2d_q8";
   const Q8Output q{output_scale, output_zero_point, qmin, qmax};
+  const Q8Residual r{residual, residual_scale, residual_zero_point};
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
-                                           kernel_size, stride, padding, dilation, q, groups);
+                                           kernel_size, stride, padding, dilation, q, groups, r);
   if (g.k() > kQ8MaxK || (groups > 1 && !cuda::groupedConvQ8Takes(groupedArgs(g)))) {
     return conv2dQ8Ref(input, input_scale, input_zero_point, packed, weight_scales, bias, kernel_size, stride,
-                       padding, dilation, q, groups);
+                       padding, dilation, q, groups, r);
   }
   const c10::cuda::CUDAGuard guard(input.device());
-  if (groups > 1) return groupedConv(op, g, input, input_scale, input_zero_point, packed, weight_scales, bias, q);
+  if (groups > 1) return groupedConv(op, g, input, input_scale, input_zero_point, packed, weight_scales, bias, q, r);
   const int64_t rows = g.n * g.oh * g.ow, ld = roundUp(g.k(), 16);
   // Channels last: one tap of one output pixel is c contiguous bytes.
   const at::Tensor x = input.permute({0, 2, 3, 1}).contiguous();
@@ -158,8 +177,10 @@ at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
   a.pad = static_cast<int8_t>(input_zero_point);
   cuda::checkLaunch(cuda::im2colQ8(a, at::cuda::getCurrentCUDAStream()), op);
   at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
+  // The residual channels last, as the GEMV's output rows.
+  const at::Tensor res_rows = r.on() ? r.codes->permute({0, 2, 3, 1}).contiguous() : at::Tensor();
   gemvRequantize(op, cols.const_data_ptr<int8_t>(), ld, rows, input_scale, input_zero_point, packed, weight_scales,
-                 bias, q, out.data_ptr<int8_t>());
+                 bias, q, out.data_ptr<int8_t>(), r, res_rows);
   return out.permute({0, 3, 1, 2}).contiguous();
 }
 

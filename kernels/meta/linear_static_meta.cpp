@@ -21,8 +21,11 @@ at::Tensor linearQ8Meta(const at::Tensor& input, double, int64_t, const at::Tens
 
 at::Tensor conv2dQ8Meta(const at::Tensor& input, double, int64_t, const at::Tensor&, const at::Tensor& weight_scales,
                         const c10::optional<at::Tensor>&, at::IntArrayRef ks, at::IntArrayRef st, at::IntArrayRef pad,
-                        at::IntArrayRef dil, double, int64_t, int64_t, int64_t, int64_t) {
+                        at::IntArrayRef dil, double, int64_t, int64_t, int64_t, int64_t,
+                        const c10::optional<at::Tensor>& residual, double, int64_t) {
   checkCodes("conv2d_q8", input);
+  TORCH_CHECK_VALUE(!residual.has_value() || residual->scalar_type() == at::kChar,
+                    "conv2d_q8: residual must be int8 codes, got ", residual->scalar_type());
   TORCH_CHECK_VALUE(input.dim() == 4 && ks.size() == 2 && st.size() == 2 && pad.size() == 2 && dil.size() == 2,
                     "conv2d_q8: input must be 4-d and kernel_size, stride, padding, dilation 2 values each");
   std::vector<c10::SymInt> sizes{input.sym_size(0), weight_scales.sym_size(0)};

@@ -9,11 +9,13 @@ namespace pt2q {
 namespace {
 
 at::Tensor requantize(const at::Tensor& acc, double input_scale, const at::Tensor& weight_scales,
-                      const c10::optional<at::Tensor>& bias, const Q8Output& out, int64_t channel_dim) {
+                      const c10::optional<at::Tensor>& bias, const Q8Output& out, int64_t channel_dim,
+                      const Q8Residual& residual = {}) {
   std::vector<int64_t> shape(acc.dim(), 1);
   shape[channel_dim] = -1;
   at::Tensor y = acc * input_scale * weight_scales.to(at::kDouble).reshape(shape);
   if (bias.has_value()) y = y + bias->to(at::kDouble).reshape(shape);
+  if (residual.on()) y = y + (residual.codes->to(at::kDouble) - static_cast<double>(residual.zero_point)) * residual.scale;
   return (y * (1.0 / out.scale)).round().add(out.zero_point).clamp(out.quant_min, out.quant_max).to(at::kChar);
 }
 
@@ -32,16 +34,16 @@ at::Tensor linearQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
 at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                        const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::IntArrayRef dilation, const Q8Output& out, int64_t groups) {
+                       at::IntArrayRef dilation, const Q8Output& out, int64_t groups, const Q8Residual& residual) {
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
-                                           kernel_size, stride, padding, dilation, out, groups);
+                                           kernel_size, stride, padding, dilation, out, groups, residual);
   // Zero padding of x - zp is padding the codes with zp: a float zero.
   const at::Tensor x = input.to(at::kDouble) - static_cast<double>(input_zero_point);
   // The packed rows hold the weight in (kh, kw, c) order, c over the row's group.
   const at::Tensor w =
       unpackWeightRef(packed, g.oc, g.k(), 8).to(at::kDouble).reshape({g.oc, g.kh, g.kw, g.cg()}).permute({0, 3, 1, 2});
   const at::Tensor acc = at::conv2d(x, w, c10::nullopt, stride, padding, dilation, groups);
-  return requantize(acc, input_scale, weight_scales, bias, out, 1);
+  return requantize(acc, input_scale, weight_scales, bias, out, 1, residual);
 }
 
 namespace {
@@ -53,8 +55,9 @@ at::Tensor linearQ8(const at::Tensor& x, double sx, int64_t zx, const at::Tensor
 
 at::Tensor conv2dQ8(const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
                     const c10::optional<at::Tensor>& b, at::IntArrayRef ks, at::IntArrayRef st, at::IntArrayRef pad,
-                    at::IntArrayRef dil, double so, int64_t zo, int64_t qmin, int64_t qmax, int64_t groups) {
-  return conv2dQ8Ref(x, sx, zx, p, s, b, ks, st, pad, dil, Q8Output{so, zo, qmin, qmax}, groups);
+                    at::IntArrayRef dil, double so, int64_t zo, int64_t qmin, int64_t qmax, int64_t groups,
+                    const c10::optional<at::Tensor>& r, double sr, int64_t zr) {
+  return conv2dQ8Ref(x, sx, zx, p, s, b, ks, st, pad, dil, Q8Output{so, zo, qmin, qmax}, groups, Q8Residual{r, sr, zr});
 }
 
 }  // namespace
