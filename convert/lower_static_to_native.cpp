@@ -29,6 +29,19 @@
 // (a depthwise conv2d of 32 channels: the weight [32, 1, 3, 3] packed the same way, and 32 as a
 // last argument, groups).
 //
+// X86InductorQuantizer fuses conv -> add [-> relu] and leaves the conv's output float: the add of a
+// dequantized residual of the conv's shape (a plain conv, groups 1) becomes conv2d_q8's residual,
+// added before the rounding and the relu's clamp.
+// Before:
+//   %y = aten.conv2d(%dqx, %dqw, %b, [1, 1], [1, 1])
+//   %dqr = quantized_decomposed.dequantize_per_tensor(%qr, 0.04, 2, -128, 127, torch.int8)
+//   %s = aten.add.Tensor(%y, %dqr)
+//   %r = aten.relu(%s)
+//   %q = quantized_decomposed.quantize_per_tensor(%r, 0.05, -128, -128, 127, torch.int8)
+// After:
+//   %q = pt2q.conv2d_q8(%qx, 0.02, -3, %p, %s, %b, [3, 3], [1, 1], [1, 1], [1, 1], 0.05, -128, -128, 127,
+//                       1, %qr, 0.04, 2)
+//
 // Before (uint8, a per-tensor weight):
 //   %qx = quantized_decomposed.quantize_per_tensor(%x, 0.02, 125, 0, 255, torch.uint8)
 //   %dqx = quantized_decomposed.dequantize_per_tensor(%qx, 0.02, 125, 0, 255, torch.uint8)
@@ -77,6 +90,7 @@ struct StaticSite {
   PerTensor in;  // the input dequantize
   PerTensor out;
   bool relu;
+  std::optional<PerTensor> residual;  // X86's conv -> add: the other addend's dequantize
   const at::Tensor* weight;
   Argument scales, bias;
   std::optional<at::Tensor> new_scales;  // a per-tensor weight's, one per output channel
@@ -85,12 +99,58 @@ struct StaticSite {
   int64_t groups = 1;
 };
 
+// A node's recorded shape; convert's quantize / dequantize nodes record none, so theirs is their
+// input's (they keep the shape).
+std::optional<std::vector<Dim>> shapeOf(Node* n) {
+  while (n != nullptr) {
+    const auto& t = n->meta().types;
+    if (t.size() == 1 && t[0].shape.has_value()) return t[0].shape;
+    if (!t.empty() || (n->target() != kQuantizePerTensor && n->target() != kDequantizePerTensor) ||
+        n->args().empty() || !n->args()[0].isNode()) {
+      return std::nullopt;
+    }
+    n = n->args()[0].node();
+  }
+  return std::nullopt;
+}
+
+bool sameKnownShape(Node* a, Node* b) {
+  const auto sa = shapeOf(a);
+  return sa.has_value() && sa == shapeOf(b);
+}
+
+// X86InductorQuantizer's conv -> add [-> relu] fusion: aten.add.Tensor(conv2d, dequantize) (either
+// order, no alpha) whose conv feeds only the add and whose addend has the conv's shape (conv2d_q8's
+// residual does not broadcast).
+std::optional<std::pair<Node*, PerTensor>> residualAdd(Node* add) {
+  const auto& a = add->args();
+  if (a.size() != 2 || !add->kwargs().empty() || add->users().size() != 1 || !a[0].isNode() || !a[1].isNode()) {
+    return std::nullopt;
+  }
+  for (int i = 0; i < 2; ++i) {
+    Node* conv = a[i].node();
+    auto dq = perTensor(a[1 - i].node(), kDequantizePerTensor);
+    if (conv->target() == "aten.conv2d" && conv->users().size() == 1 && dq && sameKnownShape(conv, dq->node) &&
+        sameKnownShape(conv, add)) {
+      return std::make_pair(conv, *dq);
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<StaticSite> match(const Graph& g, Node* qn) {
   auto closing = closingQuantize(qn);
   if (!closing) return std::nullopt;
   const PerTensor* q = &closing->q;
   Node* y = closing->op;
   const bool relu = closing->relu;
+  std::optional<PerTensor> residual;
+  if (y->target() == "aten.add.Tensor") {
+    auto r = residualAdd(y);
+    if (!r) return std::nullopt;
+    y = r->first;
+    residual = r->second;
+  }
   const bool linear = y->target() == "aten.linear", conv = y->target() == "aten.conv2d";
   if ((!linear && !conv) || y->users().size() != 1 || !y->kwargs().empty() || y->args().size() < 2) {
     return std::nullopt;
@@ -101,8 +161,12 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   const int64_t shift = q->is_uint8 ? 128 : 0;  // to the int8 codes the op reads and writes
   if (in->qmin - shift != -128 || in->qmax - shift != 127) return std::nullopt;
   if (!(q->qmin - shift >= -128 && q->qmin <= q->qmax && q->qmax - shift <= 127)) return std::nullopt;
-  StaticSite site{qn, y, *in, *q, relu, nullptr, Argument(), a.size() > 2 ? a[2] : Argument(), std::nullopt, {},
-                  {}, {}, {}};
+  if (residual && (residual->is_uint8 != q->is_uint8 || residual->zero_point - shift < -128 ||
+                   residual->zero_point - shift > 127)) {
+    return std::nullopt;
+  }
+  StaticSite site{qn, y, *in, *q, relu, residual, nullptr, Argument(), a.size() > 2 ? a[2] : Argument(),
+                  std::nullopt, {}, {}, {}, {}};
   // The weight: dequantize_per_channel(codes, scales, zero points, 0, qmin, qmax, int8) on constants,
   // or a per-tensor one.
   if (auto pt = perTensorWeight(g, a[1])) {
@@ -132,6 +196,9 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
     if (w->dim() != 4 || !st || !pad || !dil || !literal_groups || a.size() > 7) return std::nullopt;
     site.stride = *st, site.padding = *pad, site.dilation = *dil;
     site.groups = a.size() > 6 ? a[6].as<int64_t>() : 1;
+    // conv2d_q8 adds a residual in its GEMM epilogue: grouped convolutions would leave the direct
+    // kernels for a GEMM per group (and X86's residual convs are plain ones).
+    if (residual && site.groups != 1) return std::nullopt;
     // Grouped convolutions with several input channels per group lower where the VNNI direct
     // kernel takes them (2.3-15.9x the chain on ResNeXt-style 3x3 layers, 2-core Zen 5 VM; the AVX2
     // one takes nearly all of those too, 1.4-5.0x); the others stay q/dq: conv2d_q8 runs those group
@@ -149,6 +216,12 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
     if (!from || !to) return std::nullopt;
     site.to_int8 = std::move(*from);
     site.to_int8.insert(site.to_int8.end(), to->begin(), to->end());
+    if (residual) {
+      Node* qr = residual->input.isNode() ? residual->input.node() : nullptr;
+      auto res = qr != nullptr ? uint8Group(qr) : std::nullopt;
+      if (!res) return std::nullopt;
+      site.to_int8.insert(site.to_int8.end(), res->begin(), res->end());
+    }
   }
   return site;
 }
@@ -183,7 +256,12 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
     for (const Argument& x : {Argument(s.out.scale), Argument(out_zp), Argument(qmin), Argument(out_max)}) {
       args.push_back(x);
     }
-    if (conv && s.groups != 1) args.emplace_back(s.groups);
+    if (conv && (s.groups != 1 || s.residual)) args.emplace_back(s.groups);
+    if (s.residual) {
+      args.push_back(s.residual->node->args()[0]);
+      args.emplace_back(s.residual->scale);
+      args.emplace_back(s.residual->zero_point - shift);
+    }
     return std::make_pair(std::string(conv ? "conv2d_q8" : "linear_q8"), std::move(args));
   });
 }

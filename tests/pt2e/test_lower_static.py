@@ -252,13 +252,140 @@ def test_static_adds_lower_to_add_q8_with_the_chains_qparams():
     assert sum(float((qdq(x2) != low(x2)).float().mean()) for x2 in xs) / len(xs) < 0.05
 
 
-def test_add_of_uint8_codes_and_unmatched_adds_stay():
-    """An add whose inputs are not both dequantized per tensor (X86's conv -> add fusion leaves the
-    conv's output float) keeps its chain; the lowered model still equals the q/dq one."""
+def test_x86_add_without_a_quantize_after_it_stays():
+    """X86 quantizes no plain add, so Residual's relu(c2(y) + y) is not quantized (z + x reads it
+    float): nothing closes the conv -> add chain, which keeps its q/dq; the lowered model still
+    equals the q/dq one."""
     qdq, low, x = residual_flow(_x86())
-    assert P.add_q8.default not in _targets(low) and torch.ops.aten.add.Tensor in _targets(low)
+    targets = _targets(low)
+    assert P.add_q8.default not in targets and targets.count(torch.ops.aten.add.Tensor) == 2
+    assert targets.count(P.conv2d_q8.default) == 1 and targets.count(torch.ops.aten.conv2d.default) == 1
     a, b = qdq(x).detach(), low(x).detach()
     assert float((a - b).abs().max()) <= 0.05 * float(a.abs().max())
+
+
+def x86_flow(model, shape, device="cpu"):
+    """(q/dq model, lowered model, example input) of `model` under X86InductorQuantizer."""
+    torch.manual_seed(0)
+    model, x = model.eval().to(device), torch.randn(*shape, device=device)
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _x86())
+    for _ in range(4):
+        p(torch.randn(*shape, device=device))
+    return pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True), x
+
+
+def head_step(qdq):
+    """How far one code of its input moves the output of the model's last conv (unlowered: its
+    output is the model's): the input's scale times the largest L1 norm of a dequantized filter."""
+    head = next(n for n in qdq.graph.nodes if n.target == torch.ops.aten.conv2d.default and n.next.op == "output")
+    w = getattr(qdq, head.args[1].args[0].target).float() * getattr(qdq, head.args[1].args[1].target)[
+        :, None, None, None]
+    return head.args[0].args[1] * float(w.abs().sum((1, 2, 3)).max())
+
+
+def close_to_qdq(qdq, low, xs, step, off_fraction):
+    """The lowered model within 1.5 steps of the q/dq one on every input, and mostly identical."""
+    for x2 in xs:
+        assert float((qdq(x2) - low(x2)).abs().max()) <= 1.5 * step
+    off = [float((~torch.isclose(qdq(x2), low(x2), rtol=1e-5, atol=1e-5)).float().mean()) for x2 in xs]
+    assert sum(off) / len(off) < off_fraction
+
+
+class ResidualHead(Residual):
+    """relu(c2(y) + y) read by a conv, which quantizes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Conv2d(8, 4, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        return self.head(torch.relu(self.c2(y) + y))
+
+
+def test_x86_conv_add_relu_lowers_to_a_conv_with_a_residual():
+    """X86's conv -> add -> relu fusion leaves the conv's output float, so no add_q8: the add of
+    the dequantized y becomes conv2d_q8's residual (y's codes and qparams, moved to int8)."""
+    qdq, low, x = x86_flow(ResidualHead(), (2, 8, 6, 6))
+    targets = _targets(low)
+    assert P.add_q8.default not in targets and torch.ops.aten.add.Tensor not in targets
+    # the head's output is the model's, not quantized: it keeps its chain
+    assert targets.count(P.conv2d_q8.default) == 2 and targets.count(torch.ops.aten.conv2d.default) == 1
+    c1, c2 = [n for n in low.graph.nodes if n.target == P.conv2d_q8.default]
+    assert len(c1.args) == 14 and len(c2.args) == 18
+    # c2's input and its residual are both c1's codes, with c1's output qparams
+    assert c2.args[0] is c1 and c2.args[15] is c1 and c2.args[16:] == (c1.args[10], c1.args[11])
+    assert c2.args[12] == c2.args[11] and c2.args[14] == 1  # the relu, groups
+    relu = next(n for n in qdq.graph.nodes if n.target == torch.ops.aten.relu.default
+                and n.args[0].target == torch.ops.aten.add.Tensor)
+    q = next(iter(relu.users))
+    assert (c2.args[10], c2.args[11]) == (q.args[1], q.args[2] - 128)
+    # the head's output within one step of z's codes of the q/dq model's, and mostly identical
+    close_to_qdq(qdq, low, [x] + [torch.randn(2, 8, 6, 6) for _ in range(8)], head_step(qdq), 0.05)
+    ep = torch.export.export(low, (x,))
+    assert torch.equal(ep.module()(x), low(x))
+
+
+class Bottleneck(nn.Module):
+    """ResNet's shapes of residual: an identity block whose add has the conv second, then a
+    downsampling block (a strided 1x1 conv on the shortcut) without a relu after its add, then a
+    conv that quantizes its output."""
+
+    def __init__(self):
+        super().__init__()
+        self.a1 = nn.Conv2d(8, 8, 3, padding=1)
+        self.a2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.b1 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.b2 = nn.Conv2d(16, 16, 1)
+        self.down = nn.Conv2d(8, 16, 1, stride=2)
+        self.head = nn.Conv2d(16, 4, 3)
+
+    def forward(self, x):
+        y = torch.relu(x + self.a2(torch.relu(self.a1(x))))
+        z = self.b2(torch.relu(self.b1(y))) + self.down(y)
+        return self.head(z)
+
+
+def test_x86_residual_blocks_lower_in_either_order_and_without_relu():
+    qdq, low, x = x86_flow(Bottleneck(), (2, 8, 10, 10))
+    targets = _targets(low)
+    assert torch.ops.aten.add.Tensor not in targets and targets.count(torch.ops.aten.conv2d.default) == 1  # head
+    convs = [n for n in low.graph.nodes if n.target == P.conv2d_q8.default]
+    with_residual = [n for n in convs if len(n.args) == 18]
+    assert len(convs) == 5 and len(with_residual) == 2
+    a2, b2 = with_residual
+    assert a2.args[12] == a2.args[11]  # relu after x + a2(...)
+    assert b2.args[12] == -128  # no relu after b2(...) + down(y)
+    assert b2.args[15].target == P.conv2d_q8.default  # the shortcut conv's codes
+    for n in low.graph.nodes:
+        if n.target in (QD.quantize_per_tensor.default, QD.dequantize_per_tensor.default):
+            assert n.args[3:] == (-128, 127, torch.int8), n.format_node()
+    close_to_qdq(qdq, low, [x] + [torch.randn(2, 8, 10, 10) for _ in range(8)], head_step(qdq), 0.1)
+
+
+class UnfusableAdds(nn.Module):
+    """conv -> add shapes conv2d_q8's residual does not take: a broadcast addend, a depthwise conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(8, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.head = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.c(x) + x.mean((2, 3), keepdim=True))
+        z = torch.relu(self.dw(y) + y)
+        return self.head(z)
+
+
+def test_x86_adds_the_residual_cannot_take_keep_their_chains():
+    qdq, low, x = x86_flow(UnfusableAdds(), (2, 8, 6, 6))
+    targets = _targets(low)
+    # both adds stay float after their float convs (and the head, whose output is the model's)
+    assert targets.count(torch.ops.aten.add.Tensor) == 2 and targets.count(torch.ops.aten.conv2d.default) == 3
+    assert P.conv2d_q8.default not in targets
+    for x2 in [x] + [torch.randn(2, 8, 6, 6) for _ in range(4)]:
+        assert torch.equal(qdq(x2), low(x2))
 
 
 class Pooled(nn.Module):

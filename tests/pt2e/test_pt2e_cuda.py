@@ -113,3 +113,18 @@ def test_mx_linears_lower_to_the_cuda_kernel():
     want, got = c(x).detach(), low(x).detach()
     assert got.is_cuda
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-6 * float(want.abs().max()))
+
+
+def test_x86_residual_blocks_lower_to_the_cuda_kernels():
+    # X86's conv -> add [-> relu] fusions on CUDA: conv2d_q8 with its residual (the CPU lowering's
+    # graph), within the head's step of the q/dq model on CUDA and mostly identical to it.
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::conv2d_q8", "CUDA"):
+        pytest.skip("pt2q was built without its CUDA kernels")
+    from tests.pt2e.test_lower_static import Bottleneck, close_to_qdq, head_step, x86_flow
+
+    qdq, low, x = x86_flow(Bottleneck(), (2, 8, 10, 10), "cuda")
+    P = torch.ops.pt2q
+    convs = [n for n in low.graph.nodes if n.target == P.conv2d_q8.default]
+    assert len(convs) == 5 and sum(1 for n in convs if len(n.args) == 18) == 2
+    assert low(x).is_cuda
+    close_to_qdq(qdq, low, [x] + [torch.randn(2, 8, 10, 10, device="cuda") for _ in range(4)], head_step(qdq), 0.1)
