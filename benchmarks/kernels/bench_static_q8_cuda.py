@@ -6,7 +6,8 @@ quantize_per_tensor), pt2q's reference (what these ops ran on CUDA before: fp64 
 linears with more than 16 rows, torch._int_mm (int8 x int8 -> int32 only, no requantization). From
 256 rows pt2q runs Hopper's wgmma GEMM; a second row times the mma.sync GEMM it replaced there.
 Shapes are bench_static_q8.py's (the demo's small convolutions, ResNet-style ones, MobileNet
-depthwise and a ResNeXt grouped convolution, Llama-style linears) plus decode rows. Times are
+depthwise and a ResNeXt grouped convolution, Llama-style linears, residual blocks' closing convs
+with their add and relu) plus decode rows. Times are
 medians of CUDA-event timings of 8 calls queued back to back (bench_mx_cuda.time_ms: no launch
 gaps); "x bf16" is the bf16 float op's time over the row's. Small ops are bound by the host's time
 per call there, so a second column times bf16 F.conv2d / F.linear and pt2q's op (graph-safe: no
@@ -27,7 +28,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pt2q  # noqa: E402
 from bench_mx_cuda import time_ms  # noqa: E402
-from bench_static_q8 import ADDS, CONVS, GROUPED  # noqa: E402
+from bench_static_q8 import ADDS, CONVS, GROUPED, RESIDUAL_CONVS  # noqa: E402
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
@@ -107,7 +108,37 @@ def graph_ms(fn, calls=16):
     return time_ms(graph.replay, warmup=3, reps=30, calls=1) / calls
 
 
-GRAPHED = ("F.conv2d bf16", "F.linear bf16", "pt2q.conv2d_q8", "pt2q.linear_q8", "bf16 add", "pt2q.add_q8")
+GRAPHED = ("F.conv2d bf16", "F.linear bf16", "pt2q.conv2d_q8", "pt2q.linear_q8", "bf16 add", "pt2q.add_q8",
+           "bf16 conv + add + relu")
+
+
+def residual_rows(n, c, h, oc, k):
+    """The conv closing a residual block with its add and relu: bf16 (the baseline), the eager chain,
+    conv2d_q8 then add_q8 (XNNPACK's lowering) and conv2d_q8 with the residual (X86's)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(-128, 128, (n, c, h, h), dtype=torch.int8, generator=g).cuda()
+    r = torch.randint(-128, 128, (n, oc, h, h), dtype=torch.int8, generator=g).cuda()
+    w = torch.randint(-127, 128, (oc, c, k, k), dtype=torch.int8, generator=g).cuda()
+    sw, b = torch.rand(oc, device="cuda") * 0.01 + 1e-3, torch.randn(oc, device="cuda")
+    packed = P.pack_weight_int8(w.permute(0, 2, 3, 1).reshape(oc, -1).contiguous())
+    xb, wb, bb = ((x.float() - 3) * 0.02).bfloat16(), (w.float() * sw[:, None, None, None]).bfloat16(), b.bfloat16()
+    rb = ((r.float() + 2) * 0.04).bfloat16()
+    p = k // 2
+    zeros = torch.zeros(oc, dtype=torch.int64, device="cuda")
+
+    def chain():
+        xd = QD.dequantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8)
+        wd = QD.dequantize_per_channel(w, sw, zeros, 0, -127, 127, torch.int8)
+        rd = QD.dequantize_per_tensor(r, 0.04, -2, -128, 127, torch.int8)
+        return QD.quantize_per_tensor(torch.relu(F.conv2d(xd, wd, b, 1, p) + rd), 0.05, 0, -128, 127, torch.int8)
+
+    geo = ([k, k], [1, 1], [p, p], [1, 1])
+    return [("bf16 conv + add + relu", lambda: torch.relu(F.conv2d(xb, wb, bb, 1, p) + rb)),
+            ("q/dq chain (eager)", chain),
+            ("pt2q.conv2d_q8 then pt2q.add_q8", lambda: P.add_q8(
+                P.conv2d_q8(x, 0.02, 3, packed, sw, b, *geo, 0.06, 1), 0.06, 1, r, 0.04, -2, 0.05, 0, 0, 127)),
+            ("pt2q.conv2d_q8 + residual", lambda: P.conv2d_q8(x, 0.02, 3, packed, sw, b, *geo, 0.05, 0, 0, 127, 1,
+                                                              r, 0.04, -2))]
 
 
 def add_rows(shape):
@@ -141,6 +172,8 @@ def main():
                conv_rows(n, c, h, oc, k, s, *gr))
               for n, c, h, oc, k, s, *gr in CONVS + GROUPED]
     groups += [(f"linear N={n} K={k} M={m}", linear_rows(n, k, m)) for n, k, m in LINEARS]
+    groups += [(f"conv2d + add + relu N={n} C={c} H=W={h} OC={oc} k={k}", residual_rows(n, c, h, oc, k))
+               for n, c, h, oc, k in RESIDUAL_CONVS]
     for group, rows in groups:
         if only not in group:
             continue
