@@ -281,7 +281,7 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   // Rows a power of two apart would share L1 sets: those get a cache line more.
   const int64_t rows = g.n * g.oh * g.ow, k = g.k(), kp = roundUp(k, packChunk(8));
   const int64_t xs = (kp & (kp - 1)) == 0 ? kp + 64 : kp;
-  // The residual in the output's layout (no copy when it is a conv2d_q8 output, channels last).
+  // The residual in the layout of the epilogue's rows (no copy when it is channels last).
   const at::Tensor res_cl = r.on() ? cpu::channelsLastBytes(*r.codes, at::kChar, 0) : at::Tensor();
   const RowResidual res = rowResidual(r, res_cl);
   // With a residual every convolution takes the panels, whose epilogue adds it (grouped ones a GEMM
