@@ -51,12 +51,14 @@ inline bool groupedConvRunsDirect(int64_t cg, int64_t ocg, int64_t oc, int64_t t
   return cpu::groupedLanes16Fit(cg, ocg, oc, taps);
 }
 
-/// conv2d_q8's checks (the residual's too) and output geometry.
+/// conv2d_q8's checks (the residual's too) and output geometry; `op` names the op in errors
+/// (conv2d_q8_float passes a default Q8Output, which it does not use).
 Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                                const at::Tensor& packed, const at::Tensor& weight_scales,
                                const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                               const Q8Output& out, int64_t groups, const Q8Residual& residual = {});
+                               const Q8Output& out, int64_t groups, const Q8Residual& residual = {},
+                               const char* op = "conv2d_q8");
 
 /// Reference implementations (plain ATen, any device): the integer sum exact in fp64, then
 /// y = s_x * s_w * sum + bias and torch's quantize_per_tensor rounding, in fp64.
@@ -67,5 +69,10 @@ at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
                        const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
                        at::IntArrayRef dilation, const Q8Output& out, int64_t groups, const Q8Residual& residual = {});
+/// conv2d_q8_float's reference: the same exact sum, y = s_x * s_w * sum + bias in fp64, as fp32.
+at::Tensor conv2dQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                            const at::Tensor& packed, const at::Tensor& weight_scales,
+                            const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
+                            at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
 
 }  // namespace pt2q

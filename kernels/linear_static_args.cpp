@@ -62,41 +62,41 @@ Conv2dQ8Geometry checkConv2dQ8(const at::Tensor& input, double input_scale, int6
                                const at::Tensor& packed, const at::Tensor& weight_scales,
                                const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                               const Q8Output& out, int64_t groups, const Q8Residual& residual) {
-  checkCommon("conv2d_q8", input, input_scale, input_zero_point, packed, weight_scales, bias, out);
-  TORCH_CHECK_VALUE(input.dim() == 4, "conv2d_q8: input must be 4-d [N, C, H, W], got ", input.dim(), "-d");
+                               const Q8Output& out, int64_t groups, const Q8Residual& residual, const char* op) {
+  checkCommon(op, input, input_scale, input_zero_point, packed, weight_scales, bias, out);
+  TORCH_CHECK_VALUE(input.dim() == 4, op, ": input must be 4-d [N, C, H, W], got ", input.dim(), "-d");
   for (const auto& [name, v] : {std::pair<const char*, at::IntArrayRef>{"kernel_size", kernel_size},
                                 {"stride", stride}, {"padding", padding}, {"dilation", dilation}}) {
-    TORCH_CHECK_VALUE(v.size() == 2, "conv2d_q8: ", name, " must have 2 values, got ", v.size());
+    TORCH_CHECK_VALUE(v.size() == 2, op, ": ", name, " must have 2 values, got ", v.size());
   }
   Conv2dQ8Geometry g;
   g.n = input.size(0), g.c = input.size(1), g.h = input.size(2), g.w = input.size(3);
   g.oc = weight_scales.size(0), g.kh = kernel_size[0], g.kw = kernel_size[1];
   g.sh = stride[0], g.sw = stride[1], g.ph = padding[0], g.pw = padding[1], g.dh = dilation[0], g.dw = dilation[1];
   TORCH_CHECK_VALUE(g.kh > 0 && g.kw > 0 && g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0,
-                    "conv2d_q8: kernel_size, stride and dilation must be positive and padding non-negative, got ",
+                    op, ": kernel_size, stride and dilation must be positive and padding non-negative, got ",
                     kernel_size, ", ", stride, ", ", dilation, " and ", padding);
   g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
   g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-  TORCH_CHECK_VALUE(g.oh > 0 && g.ow > 0, "conv2d_q8: the output would be empty: input ", input.sizes(),
+  TORCH_CHECK_VALUE(g.oh > 0 && g.ow > 0, op, ": the output would be empty: input ", input.sizes(),
                     " is smaller than the dilated kernel");
-  TORCH_CHECK_VALUE(g.oc > 0 && g.c > 0, "conv2d_q8: channels must be positive");
-  TORCH_CHECK_VALUE(groups > 0 && g.c % groups == 0 && g.oc % groups == 0, "conv2d_q8: groups (", groups,
+  TORCH_CHECK_VALUE(g.oc > 0 && g.c > 0, op, ": channels must be positive");
+  TORCH_CHECK_VALUE(groups > 0 && g.c % groups == 0 && g.oc % groups == 0, op, ": groups (", groups,
                     ") must be positive and divide both the input channels (", g.c,
                     ") and the output channels (", g.oc, ", from weight_scales)");
   g.groups = groups;
-  checkPacked("conv2d_q8", packed, g.oc, g.k(), "input channels / groups x kernel_size");
+  checkPacked(op, packed, g.oc, g.k(), "input channels / groups x kernel_size");
   if (residual.on()) {
     const at::Tensor& r = *residual.codes;
-    TORCH_CHECK_VALUE(r.scalar_type() == at::kChar, "conv2d_q8: residual must be int8 codes, got ", r.scalar_type());
-    TORCH_CHECK_VALUE(r.sizes() == at::IntArrayRef({g.n, g.oc, g.oh, g.ow}), "conv2d_q8: residual must have the ",
+    TORCH_CHECK_VALUE(r.scalar_type() == at::kChar, op, ": residual must be int8 codes, got ", r.scalar_type());
+    TORCH_CHECK_VALUE(r.sizes() == at::IntArrayRef({g.n, g.oc, g.oh, g.ow}), op, ": residual must have the ",
                       "output's shape [", g.n, ", ", g.oc, ", ", g.oh, ", ", g.ow, "], got ", r.sizes());
-    TORCH_CHECK_VALUE(r.device() == input.device(), "conv2d_q8: residual must be on the input's device (",
+    TORCH_CHECK_VALUE(r.device() == input.device(), op, ": residual must be on the input's device (",
                       input.device(), "), got ", r.device());
     TORCH_CHECK_VALUE(std::isfinite(residual.scale) && residual.scale > 0,
-                      "conv2d_q8: residual_scale must be positive and finite, got ", residual.scale);
+                      op, ": residual_scale must be positive and finite, got ", residual.scale);
     TORCH_CHECK_VALUE(residual.zero_point >= -128 && residual.zero_point <= 127,
-                      "conv2d_q8: residual_zero_point must be in [-128, 127], got ", residual.zero_point);
+                      op, ": residual_zero_point must be in [-128, 127], got ", residual.zero_point);
   }
   return g;
 }

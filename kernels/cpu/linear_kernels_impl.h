@@ -277,6 +277,7 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        kGroupedQ8,
                        kGroupedQ8Takes,
                        &q8RequantizeRow,
+                       &q8ScaleRow,
                        &q8AddRows};
 }
 

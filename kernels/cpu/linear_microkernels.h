@@ -116,6 +116,9 @@ struct Q8RowResidual {
 /// ISA's vectors for the bulk. res: null, or a residual row.
 using Q8RequantizeFn = void (*)(const float* t, const float* bias, const Q8RowResidual* res, int64_t n,
                                 const Q8Epilogue& e, int8_t* out);
+/// conv2d_q8_float's epilogue over n values: out[c] = t[c] * sx + (bias ? bias[c] : 0) in fp32 (a
+/// multiply, then an add: the requantizing epilogue's y, unrounded).
+using Q8ScaleFn = void (*)(const float* t, const float* bias, int64_t n, float sx, float* out);
 /// add_q8's constants: each operand dequantized as torch does, dq(v) = (float(v) - z) * s in fp32,
 /// then `out` (its sx 1) on the two: the code of dq(a) + dq(b).
 struct Q8AddConsts {
@@ -159,6 +162,7 @@ struct LinearKernels {
   GroupedQ8Fn grouped_q8;  // nullptr where the ISA has no such kernel (generic)
   GroupedQ8TakesFn grouped_q8_takes;
   Q8RequantizeFn q8_requantize;
+  Q8ScaleFn q8_scale;
   Q8AddFn q8_add;
 };
 

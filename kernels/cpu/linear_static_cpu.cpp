@@ -4,7 +4,8 @@
 // requantized while in cache: y = s_x * [s_w * sum] + b, then quantize_per_tensor's rounding in
 // fp32 (round(y * (1 / s_o)) + z_o, clamped). Grouped conv2d runs each group so; depthwise conv2d
 // (one input channel per group) sums its taps directly, over all channels at once. A residual
-// (X86's conv -> add) joins the bias of each output in the panels' epilogue.
+// (X86's conv -> add) joins the bias of each output in the panels' epilogue; conv2d_q8_float's
+// panels store y unrounded, as fp32.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -40,20 +41,42 @@ RowResidual rowResidual(const Q8Residual& r, const at::Tensor& channels_last) {
           static_cast<float>(r.zero_point)};
 }
 
-// Runs the panels of w over xu ([rows, xs]) and writes requantized codes into out (row i at out +
-// i * out_stride, w.n codes). zx128: each row's zero point + 128. A residual's row joins the ISA's
-// epilogue.
+// Where the panels' results go, row i at base + i * stride: requantized int8 codes (with an
+// optional residual) or, for conv2d_q8_float, fp32 values y = t * s_x + bias.
+struct PanelOut {
+  int8_t* codes = nullptr;
+  float* values = nullptr;
+  int64_t stride = 0;
+  RowResidual res;
+  // The same destination `c` columns further on (a group's first output channel).
+  PanelOut at(int64_t c) const {
+    PanelOut o = *this;
+    if (codes != nullptr) o.codes += c;
+    if (values != nullptr) o.values += c;
+    if (res.codes != nullptr) o.res.codes += c;
+    return o;
+  }
+};
+
+// Runs the panels of w over xu ([rows, xs]) and writes each row of results to out. zx128: each
+// row's zero point + 128. A residual's row joins the ISA's epilogue.
 void panelsRequantize(const PanelWeight& w, const uint8_t* xu, int64_t xs, int64_t rows, const int32_t* zx128,
-                      const float* bias, const cpu::Q8Epilogue& rq, int8_t* out, int64_t out_stride,
-                      const RowResidual& res = {}) {
+                      const float* bias, const cpu::Q8Epilogue& rq, const PanelOut& out) {
   const auto requantize = cpu::linearKernels().q8_requantize;
+  const auto scale = cpu::linearKernels().q8_scale;
+  const RowResidual& res = out.res;
   runPanels(w, xu, xs, rows, zx128, [&](int64_t r0, int64_t nr, int64_t c0, int64_t cols, const float* tmp) {
     const int64_t c1 = std::min(w.n, c0 + cols);
+    const float* b = bias != nullptr ? bias + c0 : nullptr;
     for (int64_t i = r0; i < r0 + nr; ++i) {
+      if (out.values != nullptr) {
+        scale(tmp + (i - r0) * cols, b, c1 - c0, rq.sx, out.values + i * out.stride + c0);
+        continue;
+      }
       const cpu::Q8RowResidual row{res.codes != nullptr ? res.codes + i * res.stride + c0 : nullptr, res.scale,
                                    res.zero_point};
-      requantize(tmp + (i - r0) * cols, bias != nullptr ? bias + c0 : nullptr, row.codes != nullptr ? &row : nullptr,
-                 c1 - c0, rq, out + i * out_stride + c0);
+      requantize(tmp + (i - r0) * cols, b, row.codes != nullptr ? &row : nullptr, c1 - c0, rq,
+                 out.codes + i * out.stride + c0);
     }
   });
 }
@@ -61,7 +84,7 @@ void panelsRequantize(const PanelWeight& w, const uint8_t* xu, int64_t xs, int64
 // The same from the op's tensors (k valid bytes per row of xu).
 void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int32_t zx, double input_scale,
                     const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
-                    const Q8Output& q, int8_t* out, int64_t out_stride, const RowResidual& res = {}) {
+                    const Q8Output& q, const PanelOut& out) {
   const int64_t n = weight_scales.size(0), kp = roundUp(k, packChunk(8));
   const at::Tensor s4 = panelScales(weight_scales, n, 1);
   const at::Tensor pw = packed.contiguous();
@@ -69,7 +92,7 @@ void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int3
   const std::vector<int32_t> zx128(rows, zx + 128);
   const PanelWeight w{pw.const_data_ptr<int8_t>(), 8, n, kp, 1, kp / packChunk(8), s4.const_data_ptr<float>()};
   panelsRequantize(w, xu, xs, rows, zx128.data(), b32.defined() ? b32.const_data_ptr<float>() : nullptr,
-                   epilogueOf(input_scale, q), out, out_stride, res);
+                   epilogueOf(input_scale, q), out);
 }
 
 at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
@@ -84,7 +107,7 @@ at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
     at::Tensor xu = at::zeros({m, xs}, input.options().dtype(at::kByte));
     xu.slice(1, 0, k).copy_(input.reshape({m, k}).view(at::kByte).bitwise_xor(128));
     gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, m, k, static_cast<int32_t>(input_zero_point), input_scale,
-                   packed, weight_scales, bias, q, out.data_ptr<int8_t>(), n);
+                   packed, weight_scales, bias, q, PanelOut{out.data_ptr<int8_t>(), nullptr, n, {}});
   }
   return out.reshape(linearOutputShape(input.sizes(), n));
 }
@@ -198,8 +221,7 @@ void depthwiseRequantize(const Conv2dQ8Geometry& g, const int8_t* x, int32_t zx,
 // groups run one after another with the rows in parallel.
 void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pad, int32_t zx, double input_scale,
                        const at::Tensor& packed, const at::Tensor& weight_scales,
-                       const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out,
-                       const RowResidual& res) {
+                       const c10::optional<at::Tensor>& bias, const Q8Output& q, const PanelOut& out) {
   const int64_t groups = g.groups, ocg = g.ocg(), k = g.k(), rows = g.n * g.oh * g.ow;
   const int64_t ocgp = roundUp(ocg, kPackRows), kp = roundUp(k, packChunk(8)), xs = kp + 64;
   const at::Tensor w = unpackWeightRef(packed, g.oc, k, 8).reshape({groups, ocg, k});
@@ -217,10 +239,8 @@ void groupedRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, uint8_t pa
     im2col(g, src, gi * g.cg(), pad, xu, xs);
     const PanelWeight pw{gp.const_data_ptr<int8_t>() + gi * ocgp * kp, 8, ocg, kp, 1, kp / packChunk(8),
                          s4.const_data_ptr<float>() + gi * ocgp};
-    RowResidual gres = res;
-    if (gres.codes != nullptr) gres.codes += gi * ocg;
     panelsRequantize(pw, xu, xs, rows, zx128.data(), b32.defined() ? b32.const_data_ptr<float>() + gi * ocg : nullptr,
-                     rq, out + gi * ocg, g.oc, gres);
+                     rq, out.at(gi * ocg));
   };
   if (groups >= 2 * at::get_num_threads()) {
     at::parallel_for(0, groups, 1, [&](int64_t g0, int64_t g1) {
@@ -265,6 +285,41 @@ void groupedDirectRequantize(const Conv2dQ8Geometry& g, const uint8_t* src, int3
   at::parallel_for(0, g.n * g.oh * g.ow, 8, [&](int64_t p0, int64_t p1) { fn(a, p0, p1); });
 }
 
+// conv2d_q8 / conv2d_q8_float on CPU: `out` [n, oh, ow, oc] channels last receives codes or values.
+void conv2dPanels(const Conv2dQ8Geometry& g, const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                  const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                  const Q8Output& q, const PanelOut& out) {
+  const auto pad = static_cast<uint8_t>(input_zero_point + 128);
+  const auto zx = static_cast<int32_t>(input_zero_point);
+  // Rows a power of two apart would share L1 sets: those get a cache line more.
+  const int64_t rows = g.n * g.oh * g.ow, k = g.k(), kp = roundUp(k, packChunk(8));
+  const int64_t xs = (kp & (kp - 1)) == 0 ? kp + 64 : kp;
+  // A residual or a float output takes the panels, whose epilogues do both (grouped convolutions a
+  // GEMM per group): X86's conv -> add fusion and float convs meet plain convolutions.
+  const bool direct_ok = out.codes != nullptr && out.res.codes == nullptr;
+  if (g.groups > 1 && g.cg() == 1 && direct_ok) {
+    // Channels last (no copy for a channels-last input), signed codes.
+    const at::Tensor x = cpu::channelsLastBytes(input, at::kChar, 0);
+    depthwiseRequantize(g, x.const_data_ptr<int8_t>(), zx, packed, weight_scales, bias, epilogueOf(input_scale, q),
+                        out.codes);
+    return;
+  }
+  // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
+  const at::Tensor x = cpu::channelsLastBytes(input, at::kByte, 0x80);
+  const uint8_t* src = x.const_data_ptr<uint8_t>();
+  const cpu::LinearKernels& kernels = cpu::linearKernels();
+  const cpu::GroupedQ8Fn direct = kernels.grouped_q8;
+  if (g.groups > 1 && direct_ok && direct != nullptr && kernels.grouped_q8_takes(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
+    groupedDirectRequantize(g, src, zx, packed, weight_scales, bias, epilogueOf(input_scale, q), direct, out.codes);
+  } else if (g.groups > 1) {
+    groupedRequantize(g, src, pad, zx, input_scale, packed, weight_scales, bias, q, out);
+  } else {
+    at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
+    im2col(g, src, 0, pad, xu.data_ptr<uint8_t>(), xs);
+    gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, zx, input_scale, packed, weight_scales, bias, q, out);
+  }
+}
+
 at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
                        const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
@@ -275,41 +330,25 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
   const Q8Residual r{residual, residual_scale, residual_zero_point};
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
                                            kernel_size, stride, padding, dilation, q, groups, r);
-  const auto pad = static_cast<uint8_t>(input_zero_point + 128);
-  const auto zx = static_cast<int32_t>(input_zero_point);
   at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
-  // Rows a power of two apart would share L1 sets: those get a cache line more.
-  const int64_t rows = g.n * g.oh * g.ow, k = g.k(), kp = roundUp(k, packChunk(8));
-  const int64_t xs = (kp & (kp - 1)) == 0 ? kp + 64 : kp;
   // The residual in the layout of the epilogue's rows (no copy when it is channels last).
   const at::Tensor res_cl = r.on() ? cpu::channelsLastBytes(*r.codes, at::kChar, 0) : at::Tensor();
-  const RowResidual res = rowResidual(r, res_cl);
-  // With a residual every convolution takes the panels, whose epilogue adds it (grouped ones a GEMM
-  // per group): X86's conv -> add fusion meets plain convolutions.
-  if (groups > 1 && g.cg() == 1 && !r.on()) {
-    // Channels last (no copy for a channels-last input), signed codes.
-    const at::Tensor x = cpu::channelsLastBytes(input, at::kChar, 0);
-    depthwiseRequantize(g, x.const_data_ptr<int8_t>(), zx, packed, weight_scales, bias, epilogueOf(input_scale, q),
-                        out.data_ptr<int8_t>());
-    return cpu::nchwFromChannelsLast(out);
-  }
-  // Channels last, as unsigned codes: one kernel tap of one output pixel is C contiguous bytes.
-  const at::Tensor x = cpu::channelsLastBytes(input, at::kByte, 0x80);
-  const uint8_t* src = x.const_data_ptr<uint8_t>();
-  const cpu::LinearKernels& kernels = cpu::linearKernels();
-  const cpu::GroupedQ8Fn direct = kernels.grouped_q8;
-  if (groups > 1 && !r.on() && direct != nullptr && kernels.grouped_q8_takes(g.cg(), g.ocg(), g.oc, g.kh * g.kw)) {
-    groupedDirectRequantize(g, src, zx, packed, weight_scales, bias, epilogueOf(input_scale, q), direct,
-                            out.data_ptr<int8_t>());
-  } else if (groups > 1) {
-    groupedRequantize(g, src, pad, zx, input_scale, packed, weight_scales, bias, q, out.data_ptr<int8_t>(), res);
-  } else {
-    at::Tensor xu = at::empty({rows, xs}, input.options().dtype(at::kByte));
-    im2col(g, src, 0, pad, xu.data_ptr<uint8_t>(), xs);
-    gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, rows, k, zx, input_scale, packed, weight_scales, bias, q,
-                   out.data_ptr<int8_t>(), g.oc, res);
-  }
+  conv2dPanels(g, input, input_scale, input_zero_point, packed, weight_scales, bias, q,
+               PanelOut{out.data_ptr<int8_t>(), nullptr, g.oc, rowResidual(r, res_cl)});
   return cpu::nchwFromChannelsLast(out);
+}
+
+at::Tensor conv2dQ8FloatCpu(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                            const at::Tensor& packed, const at::Tensor& weight_scales,
+                            const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                            at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+  const Q8Output q;
+  const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
+                                           kernel_size, stride, padding, dilation, q, groups, {}, "conv2d_q8_float");
+  at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options().dtype(at::kFloat));
+  conv2dPanels(g, input, input_scale, input_zero_point, packed, weight_scales, bias, q,
+               PanelOut{nullptr, out.data_ptr<float>(), g.oc, {}});
+  return out.permute({0, 3, 1, 2}).contiguous();
 }
 
 }  // namespace
@@ -318,4 +357,5 @@ at::Tensor conv2dQ8Cpu(const at::Tensor& input, double input_scale, int64_t inpu
 TORCH_LIBRARY_IMPL(pt2q, CPU, m) {
   m.impl("linear_q8", &pt2q::linearQ8Cpu);
   m.impl("conv2d_q8", &pt2q::conv2dQ8Cpu);
+  m.impl("conv2d_q8_float", &pt2q::conv2dQ8FloatCpu);
 }

@@ -5,6 +5,7 @@
 //   quantize_per_tensor's code of t[c] * s_x + bias[c] (with conv2d_q8's residual: + bias[c] +
 //   (r[c] - z_r) * s_r, the bias and the residual's dequantized value summed first). With few input channels (an RGB stem:
 //   k = 27 or 147) the scalar loop had taken a third of the call.
+// - conv2d_q8_float's epilogue (Q8ScaleFn): the same y = t[c] * s_x + bias[c], stored as fp32.
 // - add_q8 (Q8AddFn): before, codes a[i], b[i]; after, the code of dq(a[i]) + dq(b[i]). Its vectors
 //   round with vrndscaleps / vroundps (half to even at any magnitude) instead of the epilogue's
 //   pre-clamp and magic-number addition: the same codes in fewer instructions (one Zen 5 thread,
@@ -49,6 +50,25 @@ inline void q8RequantizeRow(const float* t, const float* bias, const Q8RowResidu
     if (res != nullptr) b = b + (static_cast<float>(res->codes[c]) - res->z) * res->s;
     out[c] = e(t[c], b);
   }
+}
+
+inline void q8ScaleRow(const float* t, const float* bias, int64_t n, float sx, float* out) {
+  int64_t c = 0;
+#if defined(PT2Q_VEC_AVX512)
+  const __m512 s = _mm512_set1_ps(sx);
+  for (; c < n; c += 16) {
+    const __mmask16 m = laneMask(n - c);
+    const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(m, bias + c) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(out + c, m, _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, t + c), s), b));
+  }
+#elif defined(PT2Q_VEC_AVX2)
+  const __m256 s = _mm256_set1_ps(sx);
+  for (; c + 8 <= n; c += 8) {
+    const __m256 b = bias != nullptr ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+    _mm256_storeu_ps(out + c, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(t + c), s), b));
+  }
+#endif
+  for (; c < n; ++c) out[c] = t[c] * sx + (bias != nullptr ? bias[c] : 0.0f);
 }
 
 inline void q8AddRows(const int8_t* a, const int8_t* b, int64_t n, const Q8AddConsts& k, int8_t* out) {

@@ -48,11 +48,13 @@ void setResidual(cuda::Q8Requant& q8, const Q8Residual& r, const at::Tensor& cod
 }
 
 // rows [m, ld] of int8 codes (ld a multiple of 16, 16-byte aligned rows) -> codes [m, n]; a
-// residual's codes [m, n] (or null) join before the rounding.
+// residual's codes [m, n] (or null) join before the rounding. With `values` (conv2d_q8_float) the
+// kernels run in their dynamic mode instead, every row's scale s_x and zero point z_x, and write
+// y = (s_w * sum) * s_x + bias as fp32 [m, n]: the requantization's y, unrounded.
 void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, double input_scale,
                     int64_t input_zero_point, const at::Tensor& packed, const at::Tensor& weight_scales,
                     const c10::optional<at::Tensor>& bias, const Q8Output& q, int8_t* out,
-                    const Q8Residual& res = {}, const at::Tensor& res_rows = {}) {
+                    const Q8Residual& res = {}, const at::Tensor& res_rows = {}, float* values = nullptr) {
   const at::Tensor s = weight_scales.to(at::kFloat).contiguous();
   const at::Tensor b = bias.has_value() ? bias->to(at::kFloat).contiguous() : at::Tensor();
   const at::Tensor pw = packed.contiguous();
@@ -66,13 +68,23 @@ void gemvRequantize(const char* op, const int8_t* rows, int64_t ld, int64_t m, d
   a.q8 = requantArgs(input_scale, input_zero_point, q);
   setResidual(a.q8, res, res_rows);
   const int8_t* residual = a.q8.residual;
+  at::Tensor token_zp, token_scales;  // one per row of the largest slice: every slice starts at row 0
+  if (values != nullptr) {
+    const int64_t slice_rows = std::min(m, cuda::kDynGemvMaxRows);
+    token_zp = at::full({slice_rows}, input_zero_point, weight_scales.options().dtype(at::kInt));
+    token_scales = at::full({slice_rows}, static_cast<float>(input_scale), weight_scales.options().dtype(at::kFloat));
+    a.q8 = cuda::Q8Requant{};
+    a.x.zero_points = token_zp.data_ptr<int32_t>();
+    a.x.scales = token_scales.data_ptr<float>();
+    a.yt = cuda::FloatType::kF32;
+  }
   a.sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // The grid takes kDynGemvMaxRows rows of x per launch: slice r0 of them.
   auto slice = [&](int64_t r0) {
     a.m = std::min(cuda::kDynGemvMaxRows, m - r0);
     a.x.codes = const_cast<int8_t*>(rows + r0 * ld);
-    a.y = out + r0 * a.n;
+    a.y = values != nullptr ? static_cast<void*>(values + r0 * a.n) : static_cast<void*>(out + r0 * a.n);
     if (residual != nullptr) a.q8.residual = residual + r0 * a.n;
   };
   // Many rows on Hopper: the wgmma GEMM, with its workspaces (the weight's row sums and rows),
@@ -120,6 +132,23 @@ at::Tensor groupedConv(const char* op, const Conv2dQ8Geometry& g, const at::Tens
   return out;
 }
 
+// The im2col rows [n * oh * ow, k rounded up to 16] of a plain convolution's input codes, from a
+// channels-last copy (one tap of one output pixel is c contiguous bytes); padding holds z_x.
+at::Tensor im2colRows(const char* op, const Conv2dQ8Geometry& g, const at::Tensor& input, int64_t input_zero_point) {
+  const int64_t rows = g.n * g.oh * g.ow, ld = roundUp(g.k(), 16);
+  const at::Tensor x = input.permute({0, 2, 3, 1}).contiguous();
+  at::Tensor cols = at::empty({rows, ld}, input.options());
+  cuda::Im2ColQ8 a;
+  a.x = x.const_data_ptr<int8_t>();
+  a.rows = cols.data_ptr<int8_t>();
+  a.n = g.n, a.c = g.c, a.h = g.h, a.w = g.w, a.kh = g.kh, a.kw = g.kw, a.oh = g.oh, a.ow = g.ow;
+  a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw, a.dh = g.dh, a.dw = g.dw;
+  a.ld = ld;
+  a.pad = static_cast<int8_t>(input_zero_point);
+  cuda::checkLaunch(cuda::im2colQ8(a, at::cuda::getCurrentCUDAStream()), op);
+  return cols;
+}
+
 at::Tensor linearQ8Cuda(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                         const at::Tensor& packed, const at::Tensor& weight_scales,
                         const c10::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point,
@@ -164,23 +193,35 @@ at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
   }
   const c10::cuda::CUDAGuard guard(input.device());
   if (groups > 1) return groupedConv(op, g, input, input_scale, input_zero_point, packed, weight_scales, bias, q, r);
-  const int64_t rows = g.n * g.oh * g.ow, ld = roundUp(g.k(), 16);
-  // Channels last: one tap of one output pixel is c contiguous bytes.
-  const at::Tensor x = input.permute({0, 2, 3, 1}).contiguous();
-  at::Tensor cols = at::empty({rows, ld}, input.options());
-  cuda::Im2ColQ8 a;
-  a.x = x.const_data_ptr<int8_t>();
-  a.rows = cols.data_ptr<int8_t>();
-  a.n = g.n, a.c = g.c, a.h = g.h, a.w = g.w, a.kh = g.kh, a.kw = g.kw, a.oh = g.oh, a.ow = g.ow;
-  a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw, a.dh = g.dh, a.dw = g.dw;
-  a.ld = ld;
-  a.pad = static_cast<int8_t>(input_zero_point);
-  cuda::checkLaunch(cuda::im2colQ8(a, at::cuda::getCurrentCUDAStream()), op);
+  const at::Tensor cols = im2colRows(op, g, input, input_zero_point);
+  const int64_t rows = cols.size(0), ld = cols.size(1);
   at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options());
   // The residual channels last, as the GEMV's output rows.
   const at::Tensor res_rows = r.on() ? r.codes->permute({0, 2, 3, 1}).contiguous() : at::Tensor();
   gemvRequantize(op, cols.const_data_ptr<int8_t>(), ld, rows, input_scale, input_zero_point, packed, weight_scales,
                  bias, q, out.data_ptr<int8_t>(), r, res_rows);
+  return out.permute({0, 3, 1, 2}).contiguous();
+}
+
+// conv2d_q8_float: im2col rows, then the GEMV / GEMMs in their dynamic mode (fp32 output). Grouped
+// convolutions, which the direct kernel only requantizes, and K past kQ8MaxK take the reference.
+at::Tensor conv2dQ8FloatCuda(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                             const at::Tensor& packed, const at::Tensor& weight_scales,
+                             const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
+                             at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+  const char* op = "conv2d_q8_float";
+  const Q8Output q;
+  const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
+                                           kernel_size, stride, padding, dilation, q, groups, {}, op);
+  if (g.k() > kQ8MaxK || groups > 1) {
+    return conv2dQ8FloatRef(input, input_scale, input_zero_point, packed, weight_scales, bias, kernel_size, stride,
+                            padding, dilation, groups);
+  }
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor cols = im2colRows(op, g, input, input_zero_point);
+  at::Tensor out = at::empty({g.n, g.oh, g.ow, g.oc}, input.options().dtype(at::kFloat));
+  gemvRequantize(op, cols.const_data_ptr<int8_t>(), cols.size(1), cols.size(0), input_scale, input_zero_point, packed,
+                 weight_scales, bias, q, nullptr, {}, {}, out.data_ptr<float>());
   return out.permute({0, 3, 1, 2}).contiguous();
 }
 
@@ -190,4 +231,5 @@ at::Tensor conv2dQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
 TORCH_LIBRARY_IMPL(pt2q, CUDA, m) {
   m.impl("linear_q8", &pt2q::linearQ8Cuda);
   m.impl("conv2d_q8", &pt2q::conv2dQ8Cuda);
+  m.impl("conv2d_q8_float", &pt2q::conv2dQ8FloatCuda);
 }

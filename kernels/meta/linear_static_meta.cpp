@@ -35,10 +35,19 @@ at::Tensor conv2dQ8Meta(const at::Tensor& input, double, int64_t, const at::Tens
   return at::empty_symint(sizes, input.options());
 }
 
+at::Tensor conv2dQ8FloatMeta(const at::Tensor& input, double sx, int64_t zx, const at::Tensor& p,
+                             const at::Tensor& weight_scales, const c10::optional<at::Tensor>& b, at::IntArrayRef ks,
+                             at::IntArrayRef st, at::IntArrayRef pad, at::IntArrayRef dil, int64_t groups) {
+  return conv2dQ8Meta(input, sx, zx, p, weight_scales, b, ks, st, pad, dil, 1.0, 0, -128, 127, groups, c10::nullopt,
+                      1.0, 0)
+      .to(at::kFloat);
+}
+
 }  // namespace
 }  // namespace pt2q
 
 TORCH_LIBRARY_IMPL(pt2q, Meta, m) {
   m.impl("linear_q8", &pt2q::linearQ8Meta);
   m.impl("conv2d_q8", &pt2q::conv2dQ8Meta);
+  m.impl("conv2d_q8_float", &pt2q::conv2dQ8FloatMeta);
 }

@@ -1,4 +1,4 @@
-// Reference linear_q8 / conv2d_q8 in plain ATen (any device): products of codes summed exactly in
+// Reference linear_q8 / conv2d_q8 / conv2d_q8_float in plain ATen (any device): products of codes summed exactly in
 // fp64, scaled, biased and requantized in fp64 with quantize_per_tensor's rounding (half to even).
 #include <torch/library.h>
 
@@ -46,7 +46,29 @@ at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
   return requantize(acc, input_scale, weight_scales, bias, out, 1, residual);
 }
 
+at::Tensor conv2dQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                            const at::Tensor& packed, const at::Tensor& weight_scales,
+                            const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
+                            at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+  const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
+                                           kernel_size, stride, padding, dilation, Q8Output{}, groups, {},
+                                           "conv2d_q8_float");
+  const at::Tensor x = input.to(at::kDouble) - static_cast<double>(input_zero_point);
+  const at::Tensor w =
+      unpackWeightRef(packed, g.oc, g.k(), 8).to(at::kDouble).reshape({g.oc, g.kh, g.kw, g.cg()}).permute({0, 3, 1, 2});
+  at::Tensor y = at::conv2d(x, w, c10::nullopt, stride, padding, dilation, groups) * input_scale *
+                 weight_scales.to(at::kDouble).reshape({1, -1, 1, 1});
+  if (bias.has_value()) y = y + bias->to(at::kDouble).reshape({1, -1, 1, 1});
+  return y.to(at::kFloat);
+}
+
 namespace {
+
+at::Tensor conv2dQ8Float(const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
+                         const c10::optional<at::Tensor>& b, at::IntArrayRef ks, at::IntArrayRef st,
+                         at::IntArrayRef pad, at::IntArrayRef dil, int64_t groups) {
+  return conv2dQ8FloatRef(x, sx, zx, p, s, b, ks, st, pad, dil, groups);
+}
 
 at::Tensor linearQ8(const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
                     const c10::optional<at::Tensor>& b, double so, int64_t zo, int64_t qmin, int64_t qmax) {
@@ -66,4 +88,5 @@ at::Tensor conv2dQ8(const at::Tensor& x, double sx, int64_t zx, const at::Tensor
 TORCH_LIBRARY_IMPL(pt2q, CompositeExplicitAutograd, m) {
   m.impl("linear_q8", &pt2q::linearQ8);
   m.impl("conv2d_q8", &pt2q::conv2dQ8);
+  m.impl("conv2d_q8_float", &pt2q::conv2dQ8Float);
 }

@@ -131,6 +131,16 @@ void bindReference(py::module_& m) {
       py::arg("output_quant_max") = 127, py::arg("groups") = 1, py::arg("residual") = py::none(),
       py::arg("residual_scale") = 1.0, py::arg("residual_zero_point") = 0);
   m.def(
+      "conv2d_q8_float",
+      [](const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
+         const c10::optional<at::Tensor>& b, std::vector<int64_t> ks, std::vector<int64_t> st,
+         std::vector<int64_t> pad, std::vector<int64_t> dil, int64_t groups) {
+        return conv2dQ8FloatRef(x, sx, zx, p, s, b, ks, st, pad, dil, groups);
+      },
+      py::arg("input"), py::arg("input_scale"), py::arg("input_zero_point"), py::arg("packed_weight"),
+      py::arg("weight_scales"), py::arg("bias"), py::arg("kernel_size"), py::arg("stride"), py::arg("padding"),
+      py::arg("dilation"), py::arg("groups") = 1);
+  m.def(
       "add_q8",
       [](const at::Tensor& a, double sa, int64_t za, const at::Tensor& b, double sb, int64_t zb, double so, int64_t zo,
          int64_t qmin, int64_t qmax) { return addQ8Ref(a, b, AddQ8Args{sa, sb, so, za, zb, zo, qmin, qmax}); },
