@@ -69,21 +69,6 @@
 namespace pt2q {
 namespace {
 
-bool isInt(const Argument& a, int64_t v) { return a.is<int64_t>() && a.as<int64_t>() == v; }
-bool isInt8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kChar; }
-std::optional<std::vector<int64_t>> intPair(const std::vector<Argument>& args, size_t i, int64_t dflt) {
-  if (i >= args.size()) return std::vector<int64_t>{dflt, dflt};
-  if (!args[i].is<ArgList>()) return std::nullopt;
-  std::vector<int64_t> out;
-  for (const Argument& x : args[i].as<ArgList>().items) {
-    if (!x.is<int64_t>()) return std::nullopt;
-    out.push_back(x.as<int64_t>());
-  }
-  if (out.size() == 1) out.push_back(out[0]);
-  if (out.size() != 2) return std::nullopt;
-  return out;
-}
-
 struct StaticSite {
   Node* q;       // the output quantize (replaced)
   Node* op;      // aten.linear / aten.conv2d
@@ -167,35 +152,19 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   }
   StaticSite site{qn, y, *in, *q, relu, residual, nullptr, Argument(), a.size() > 2 ? a[2] : Argument(),
                   std::nullopt, {}, {}, {}, {}};
-  // The weight: dequantize_per_channel(codes, scales, zero points, 0, qmin, qmax, int8) on constants,
-  // or a per-tensor one.
-  if (auto pt = perTensorWeight(g, a[1])) {
-    site.weight = pt->codes;
-    site.new_scales = std::move(pt->scales);
-  } else {
-    if (!a[1].isNode() || a[1].node()->target() != "quantized_decomposed.dequantize_per_channel") return std::nullopt;
-    const auto& d = a[1].node()->args();
-    if (d.size() != 7 || !a[1].node()->kwargs().empty() || !isInt(d[3], 0) || !isInt8(d[6])) return std::nullopt;
-    const at::Tensor* w = constantOf(g, d[0]);
-    const at::Tensor* s = constantOf(g, d[1]);
-    const at::Tensor* z = constantOf(g, d[2]);
-    if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar ||
-        !(w->device().is_cpu() || w->device().is_cuda()) ||
-        s->dim() != 1 || s->size(0) != w->size(0) || z->numel() != s->numel() || z->ne(0).any().item<bool>()) {
-      return std::nullopt;
-    }
-    site.weight = w;
-    site.scales = d[1];
-  }
+  auto weight = staticWeight(g, a[1]);
+  if (!weight) return std::nullopt;
+  site.weight = weight->codes;
+  site.scales = weight->scales;
+  site.new_scales = std::move(weight->new_scales);
   const at::Tensor* w = site.weight;
   if (linear) {
     if (w->dim() != 2 || a.size() > 3) return std::nullopt;
   } else {
-    auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
-    const bool literal_groups = a.size() <= 6 || (a[6].is<int64_t>() && a[6].as<int64_t>() > 0);
-    if (w->dim() != 4 || !st || !pad || !dil || !literal_groups || a.size() > 7) return std::nullopt;
-    site.stride = *st, site.padding = *pad, site.dilation = *dil;
-    site.groups = a.size() > 6 ? a[6].as<int64_t>() : 1;
+    auto ca = convArgs(a);
+    if (w->dim() != 4 || !ca) return std::nullopt;
+    site.stride = ca->stride, site.padding = ca->padding, site.dilation = ca->dilation;
+    site.groups = ca->groups;
     // conv2d_q8 adds a residual in its GEMM epilogue: grouped convolutions would leave the direct
     // kernels for a GEMM per group (and X86's residual convs are plain ones).
     if (residual && site.groups != 1) return std::nullopt;

@@ -250,7 +250,8 @@ std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& w
 int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
   // Static chains first: their weight dequantize would also match the weight-only pattern.
   const int64_t lowered_static =
-      lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerStaticPools(g) + lowerMxLinears(g);
+      lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerStaticPools(g) + lowerStaticFloatConvs(g, taken) +
+      lowerMxLinears(g);
   std::vector<Site> sites;
   for (Node* n : g.nodes()) {
     if (n->kind() != NodeKind::kCallFunction || n->target() != "aten.linear" || n->args().size() < 2 ||

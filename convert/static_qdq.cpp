@@ -1,6 +1,7 @@
 // Per-tensor quantize / dequantize nodes for the static lowerings (static_qdq.h).
 #include "convert/static_qdq.h"
 
+#include "convert/native_lowering.h"
 #include "graph/pass.h"
 
 #include <set>
@@ -9,10 +10,47 @@
 namespace pt2q {
 namespace {
 
+bool isInt(const Argument& a, int64_t v) { return a.is<int64_t>() && a.as<int64_t>() == v; }
 bool isInt8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kChar; }
 bool isUint8(const Argument& a) { return a.is<c10::ScalarType>() && a.as<c10::ScalarType>() == c10::kByte; }
 
+std::optional<std::vector<int64_t>> intPair(const std::vector<Argument>& args, size_t i, int64_t dflt) {
+  if (i >= args.size()) return std::vector<int64_t>{dflt, dflt};
+  if (!args[i].is<ArgList>()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Argument& x : args[i].as<ArgList>().items) {
+    if (!x.is<int64_t>()) return std::nullopt;
+    out.push_back(x.as<int64_t>());
+  }
+  if (out.size() == 1) out.push_back(out[0]);
+  if (out.size() != 2) return std::nullopt;
+  return out;
+}
+
 }  // namespace
+
+std::optional<StaticWeight> staticWeight(const Graph& g, const Argument& dq) {
+  if (auto pt = perTensorWeight(g, dq)) return StaticWeight{pt->codes, Argument(), std::move(pt->scales)};
+  if (!dq.isNode() || dq.node()->target() != "quantized_decomposed.dequantize_per_channel") return std::nullopt;
+  const auto& d = dq.node()->args();
+  if (d.size() != 7 || !dq.node()->kwargs().empty() || !isInt(d[3], 0) || !isInt8(d[6])) return std::nullopt;
+  const at::Tensor* w = constantOf(g, d[0]);
+  const at::Tensor* s = constantOf(g, d[1]);
+  const at::Tensor* z = constantOf(g, d[2]);
+  if (w == nullptr || s == nullptr || z == nullptr || w->scalar_type() != c10::kChar ||
+      !(w->device().is_cpu() || w->device().is_cuda()) || w->dim() == 0 || s->dim() != 1 ||
+      s->size(0) != w->size(0) || z->numel() != s->numel() || z->ne(0).any().item<bool>()) {
+    return std::nullopt;
+  }
+  return StaticWeight{w, d[1], std::nullopt};
+}
+
+std::optional<ConvArgs> convArgs(const std::vector<Argument>& a) {
+  auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
+  const bool literal_groups = a.size() <= 6 || (a[6].is<int64_t>() && a[6].as<int64_t>() > 0);
+  if (!st || !pad || !dil || !literal_groups || a.size() > 7) return std::nullopt;
+  return ConvArgs{*st, *pad, *dil, a.size() > 6 ? a[6].as<int64_t>() : 1};
+}
 
 std::optional<PerTensor> perTensor(Node* n, const char* target) {
   if (n == nullptr || n->kind() != NodeKind::kCallFunction || n->target() != target || !n->kwargs().empty()) {
@@ -66,12 +104,12 @@ void shiftToInt8(const std::vector<Node*>& nodes) {
 
 void removeDeadCode(Graph& g) { createDeadCodeEliminationPass()->run(g); }
 
-Node* replaceQuantize(Graph& g, Node* q, const std::string& op, std::vector<Argument> args) {
-  Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, std::move(args), {}, g.uniqueName(op), q);
-  native->meta() = q->meta();
+Node* replaceWithNative(Graph& g, Node* n, const std::string& op, std::vector<Argument> args) {
+  Node* native = g.create(NodeKind::kCallFunction, "pt2q." + op, std::move(args), {}, g.uniqueName(op), n);
+  native->meta() = n->meta();
   native->meta().annotation.clear();
-  g.replaceAllUsesWith(q, native);
-  g.erase(q);
+  g.replaceAllUsesWith(n, native);
+  g.erase(n);
   return native;
 }
 

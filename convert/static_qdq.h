@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/ATen.h>
+
 #include "graph/graph.h"
 
 namespace pt2q {
@@ -28,6 +30,24 @@ struct PerTensor {
 
 /// `n` as such a node of `target` (kQuantizePerTensor or kDequantizePerTensor), or nothing.
 std::optional<PerTensor> perTensor(Node* n, const char* target);
+
+/// A static chain's weight: a constant int8 tensor under dequantize_per_channel (axis 0, all-zero
+/// zero points, its scales passed on as they are) or under a per-tensor dequantize (zero point 0,
+/// its scale then a new constant of one fp32 value per output channel).
+struct StaticWeight {
+  const at::Tensor* codes;
+  Argument scales;                       // the per-channel dequantize's scales
+  std::optional<at::Tensor> new_scales;  // or a per-tensor weight's, [out channels]
+};
+std::optional<StaticWeight> staticWeight(const Graph& g, const Argument& dq);
+
+/// aten.conv2d's stride, padding, dilation (one value or two) and a literal positive groups, from
+/// its arguments past the bias (defaults where absent); nothing for other forms.
+struct ConvArgs {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+std::optional<ConvArgs> convArgs(const std::vector<Argument>& args);
 
 /// A per-tensor quantize that closes a chain, and the op whose output it quantizes, past a relu
 /// between the two that feeds nothing else (folded later into the clamp).
@@ -49,9 +69,9 @@ void shiftToInt8(const std::vector<Node*>& nodes);
 /// The graph without its dead nodes (the dead-code-elimination pass).
 void removeDeadCode(Graph& g);
 
-/// A new call of pt2q.{op}(args) in place of the quantize `q`, which it replaces for q's users and
-/// whose meta it takes (the annotation dropped); q is erased.
-Node* replaceQuantize(Graph& g, Node* q, const std::string& op, std::vector<Argument> args);
+/// A new call of pt2q.{op}(args) in place of `n` (a static lowering's quantize, or a convolution),
+/// which it replaces for n's users and whose meta it takes (the annotation dropped); n is erased.
+Node* replaceWithNative(Graph& g, Node* n, const std::string& op, std::vector<Argument> args);
 
 /// The driver of a static lowering: every site `match(node)` finds (a struct with the quantize it
 /// replaces as `q` and the nodes to move to int8 as `to_int8`), all found before the graph changes;
@@ -70,7 +90,7 @@ int64_t lowerQuantizeSites(Graph& g, Match match, Emit emit) {
   shiftToInt8(to_int8);
   for (const Site& s : sites) {
     auto [op, args] = emit(s);
-    replaceQuantize(g, s.q, op, std::move(args));
+    replaceWithNative(g, s.q, op, std::move(args));
   }
   removeDeadCode(g);
   return static_cast<int64_t>(sites.size());

@@ -116,8 +116,9 @@ def test_mx_linears_lower_to_the_cuda_kernel():
 
 
 def test_x86_residual_blocks_lower_to_the_cuda_kernels():
-    # X86's conv -> add [-> relu] fusions on CUDA: conv2d_q8 with its residual (the CPU lowering's
-    # graph), within the head's step of the q/dq model on CUDA and mostly identical to it.
+    # X86's conv -> add [-> relu] fusions on CUDA: conv2d_q8 with its residual and the head as
+    # conv2d_q8_float (the CPU lowering's graph), within the head's step of the q/dq model on CUDA
+    # and mostly identical to it.
     if not torch._C._dispatch_has_kernel_for_dispatch_key("pt2q::conv2d_q8", "CUDA"):
         pytest.skip("pt2q was built without its CUDA kernels")
     from tests.pt2e.test_lower_static import Bottleneck, close_to_qdq, head_step, x86_flow
@@ -126,5 +127,6 @@ def test_x86_residual_blocks_lower_to_the_cuda_kernels():
     P = torch.ops.pt2q
     convs = [n for n in low.graph.nodes if n.target == P.conv2d_q8.default]
     assert len(convs) == 5 and sum(1 for n in convs if len(n.args) == 18) == 2
+    assert sum(1 for n in low.graph.nodes if n.target == P.conv2d_q8_float.default) == 1  # the head
     assert low(x).is_cuda
     close_to_qdq(qdq, low, [x] + [torch.randn(2, 8, 10, 10, device="cuda") for _ in range(4)], head_step(qdq), 0.1)

@@ -1,0 +1,93 @@
+// lower-to-native, static convolutions whose output nothing quantizes: a plain aten.conv2d (groups
+// 1) of a per-tensor dequantize of int8 codes (or uint8, moved to int8 with its quantize's other
+// dequantizes, as the static chains are) and a static weight (staticWeight) becomes
+// pt2q.conv2d_q8_float on the input codes: the same fp32 output the chain's convolution gives,
+// the integer sum exact. X86InductorQuantizer leaves such convolutions wherever the next op is not
+// one it quantizes (a residual block's sum feeding a float mean, a head); it runs after the chains,
+// adds and pools, so it takes only what they left.
+//
+// Before:
+//   %dqx = quantized_decomposed.dequantize_per_tensor(%qx, 0.02, -3, -128, 127, torch.int8)
+//   %dqw = quantized_decomposed.dequantize_per_channel(%w, %s, %zp, 0, -128, 127, torch.int8)
+//   %y = aten.conv2d(%dqx, %dqw, %b, [1, 1], [1, 1])
+//   %s = aten.add.Tensor(%y, %dqr)
+// After:
+//   %p = get_attr "_packed_weight0"          // as conv2d_q8's
+//   %y = pt2q.conv2d_q8_float(%qx, 0.02, -3, %p, %s, %b, [3, 3], [1, 1], [1, 1], [1, 1])
+//   %s = aten.add.Tensor(%y, %dqr)
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "convert/native_lowering.h"
+#include "convert/static_qdq.h"
+
+namespace pt2q {
+namespace {
+
+struct FloatConvSite {
+  Node* conv;
+  PerTensor in;
+  StaticWeight weight;
+  ConvArgs geometry;
+  std::vector<Node*> to_int8;
+};
+
+std::optional<FloatConvSite> match(const Graph& g, Node* conv) {
+  if (conv->target() != "aten.conv2d" || !conv->kwargs().empty() || conv->args().size() < 2) return std::nullopt;
+  const auto& a = conv->args();
+  auto in = a[0].isNode() ? perTensor(a[0].node(), kDequantizePerTensor) : std::nullopt;
+  if (!in) return std::nullopt;
+  const int64_t shift = in->is_uint8 ? 128 : 0;
+  if (in->qmin - shift != -128 || in->qmax - shift != 127) return std::nullopt;
+  auto weight = staticWeight(g, a[1]);
+  auto geometry = convArgs(a);
+  if (!weight || !geometry || weight->codes->dim() != 4 || geometry->groups != 1) return std::nullopt;
+  FloatConvSite site{conv, *in, std::move(*weight), std::move(*geometry), {}};
+  if (in->is_uint8) {
+    Node* qx = in->input.isNode() ? in->input.node() : nullptr;
+    auto group = qx != nullptr ? uint8Group(qx) : std::nullopt;
+    if (!group) return std::nullopt;
+    site.to_int8 = std::move(*group);
+  }
+  return site;
+}
+
+ArgList ints(const std::vector<int64_t>& v) {
+  ArgList l;
+  for (int64_t x : v) l.items.emplace_back(x);
+  return l;
+}
+
+}  // namespace
+
+int64_t lowerStaticFloatConvs(Graph& g, const std::set<std::string>& taken) {
+  std::vector<FloatConvSite> sites;
+  for (Node* n : g.nodes()) {
+    if (auto s = match(g, n)) sites.push_back(std::move(*s));
+  }
+  std::vector<Node*> to_int8;
+  for (const FloatConvSite& s : sites) to_int8.insert(to_int8.end(), s.to_int8.begin(), s.to_int8.end());
+  shiftToInt8(to_int8);
+  for (const FloatConvSite& s : sites) {
+    const at::Tensor& w = *s.weight.codes;
+    Node* attr = addPackedWeight(g, taken, packWeightConstant(w.permute({0, 2, 3, 1}).reshape({w.size(0), -1}).contiguous(), 8),
+                                 s.conv);
+    const Argument scales = s.weight.new_scales
+                                ? Argument(addConstant(g, taken, "_packed_scale", *s.weight.new_scales, s.conv))
+                                : s.weight.scales;
+    const PerTensor in = *perTensor(s.in.node, kDequantizePerTensor);  // its qparams after the move to int8
+    std::vector<Argument> args{in.node->args()[0], in.scale, in.zero_point, Argument(attr), scales,
+                               s.conv->args().size() > 2 ? s.conv->args()[2] : Argument()};
+    args.emplace_back(ints({w.size(2), w.size(3)}));
+    args.emplace_back(ints(s.geometry.stride));
+    args.emplace_back(ints(s.geometry.padding));
+    args.emplace_back(ints(s.geometry.dilation));
+    replaceWithNative(g, s.conv, "conv2d_q8_float", std::move(args));
+  }
+  removeDeadCode(g);
+  return static_cast<int64_t>(sites.size());
+}
+
+}  // namespace pt2q
