@@ -54,12 +54,6 @@ std::optional<FloatConvSite> match(const Graph& g, Node* conv) {
   return site;
 }
 
-ArgList ints(const std::vector<int64_t>& v) {
-  ArgList l;
-  for (int64_t x : v) l.items.emplace_back(x);
-  return l;
-}
-
 }  // namespace
 
 int64_t lowerStaticFloatConvs(Graph& g, const std::set<std::string>& taken) {
@@ -72,18 +66,14 @@ int64_t lowerStaticFloatConvs(Graph& g, const std::set<std::string>& taken) {
   shiftToInt8(to_int8);
   for (const FloatConvSite& s : sites) {
     const at::Tensor& w = *s.weight.codes;
-    Node* attr = addPackedWeight(g, taken, packWeightConstant(w.permute({0, 2, 3, 1}).reshape({w.size(0), -1}).contiguous(), 8),
-                                 s.conv);
-    const Argument scales = s.weight.new_scales
-                                ? Argument(addConstant(g, taken, "_packed_scale", *s.weight.new_scales, s.conv))
-                                : s.weight.scales;
+    auto [attr, scales] = packStaticWeight(g, taken, s.weight, s.conv);
     const PerTensor in = *perTensor(s.in.node, kDequantizePerTensor);  // its qparams after the move to int8
     std::vector<Argument> args{in.node->args()[0], in.scale, in.zero_point, Argument(attr), scales,
                                s.conv->args().size() > 2 ? s.conv->args()[2] : Argument()};
-    args.emplace_back(ints({w.size(2), w.size(3)}));
-    args.emplace_back(ints(s.geometry.stride));
-    args.emplace_back(ints(s.geometry.padding));
-    args.emplace_back(ints(s.geometry.dilation));
+    for (const auto& v : {std::vector<int64_t>{w.size(2), w.size(3)}, s.geometry.stride, s.geometry.padding,
+                          s.geometry.dilation}) {
+      args.emplace_back(intList(v));
+    }
     replaceWithNative(g, s.conv, "conv2d_q8_float", std::move(args));
   }
   removeDeadCode(g);

@@ -76,9 +76,8 @@ struct StaticSite {
   PerTensor out;
   bool relu;
   std::optional<PerTensor> residual;  // X86's conv -> add: the other addend's dequantize
-  const at::Tensor* weight;
-  Argument scales, bias;
-  std::optional<at::Tensor> new_scales;  // a per-tensor weight's, one per output channel
+  StaticWeight weight;
+  Argument bias;
   std::vector<Node*> to_int8;            // uint8 quantizes and dequantizes that move to int8
   std::vector<int64_t> stride, padding, dilation;  // conv2d
   int64_t groups = 1;
@@ -150,14 +149,11 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
                    residual->zero_point - shift > 127)) {
     return std::nullopt;
   }
-  StaticSite site{qn, y, *in, *q, relu, residual, nullptr, Argument(), a.size() > 2 ? a[2] : Argument(),
-                  std::nullopt, {}, {}, {}, {}};
   auto weight = staticWeight(g, a[1]);
   if (!weight) return std::nullopt;
-  site.weight = weight->codes;
-  site.scales = weight->scales;
-  site.new_scales = std::move(weight->new_scales);
-  const at::Tensor* w = site.weight;
+  StaticSite site{qn, y, *in, *q, relu, residual, std::move(*weight), a.size() > 2 ? a[2] : Argument(), {}, {}, {},
+                  {}};
+  const at::Tensor* w = site.weight.codes;
   if (linear) {
     if (w->dim() != 2 || a.size() > 3) return std::nullopt;
   } else {
@@ -195,12 +191,6 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   return site;
 }
 
-ArgList ints(const std::vector<int64_t>& v) {
-  ArgList l;
-  for (int64_t x : v) l.items.emplace_back(x);
-  return l;
-}
-
 }  // namespace
 
 int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
@@ -208,19 +198,16 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
     const int64_t shift = s.out.is_uint8 ? 128 : 0;
     const int64_t in_zp = s.in.zero_point - shift, out_zp = s.out.zero_point - shift;
     const int64_t out_min = s.out.qmin - shift, out_max = s.out.qmax - shift;
-    // conv2d_q8 reads its weight channels last: (out, kh, kw, in).
-    const at::Tensor w = s.weight->dim() == 4 ? s.weight->permute({0, 2, 3, 1}) : *s.weight;
-    Node* attr = addPackedWeight(g, taken, packWeightConstant(w.reshape({w.size(0), -1}).contiguous(), 8), s.q);
-    const Argument scales = s.new_scales ? Argument(addConstant(g, taken, "_packed_scale", *s.new_scales, s.q)) : s.scales;
+    auto [attr, scales] = packStaticWeight(g, taken, s.weight, s.q);
     // relu(y) quantizes to max(code(y), zero_point): the clamp's lower end.
     const int64_t qmin = s.relu ? std::max(out_min, out_zp) : out_min;
     std::vector<Argument> args{s.in.node->args()[0], s.in.scale, in_zp, Argument(attr), scales, s.bias};
     const bool conv = s.op->target() == "aten.conv2d";
     if (conv) {
-      args.emplace_back(ints({s.weight->size(2), s.weight->size(3)}));
-      args.emplace_back(ints(s.stride));
-      args.emplace_back(ints(s.padding));
-      args.emplace_back(ints(s.dilation));
+      for (const auto& v : {std::vector<int64_t>{s.weight.codes->size(2), s.weight.codes->size(3)}, s.stride,
+                            s.padding, s.dilation}) {
+        args.emplace_back(intList(v));
+      }
     }
     for (const Argument& x : {Argument(s.out.scale), Argument(out_zp), Argument(qmin), Argument(out_max)}) {
       args.push_back(x);

@@ -45,6 +45,20 @@ std::optional<StaticWeight> staticWeight(const Graph& g, const Argument& dq) {
   return StaticWeight{w, d[1], std::nullopt};
 }
 
+std::pair<Node*, Argument> packStaticWeight(Graph& g, const std::set<std::string>& taken, const StaticWeight& w,
+                                            Node* before) {
+  const at::Tensor rows = w.codes->dim() == 4 ? w.codes->permute({0, 2, 3, 1}) : *w.codes;
+  Node* packed = addPackedWeight(g, taken, packWeightConstant(rows.reshape({rows.size(0), -1}).contiguous(), 8), before);
+  const Argument scales = w.new_scales ? Argument(addConstant(g, taken, "_packed_scale", *w.new_scales, before)) : w.scales;
+  return {packed, scales};
+}
+
+ArgList intList(const std::vector<int64_t>& v) {
+  ArgList l;
+  for (int64_t x : v) l.items.emplace_back(x);
+  return l;
+}
+
 std::optional<ConvArgs> convArgs(const std::vector<Argument>& a) {
   auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
   const bool literal_groups = a.size() <= 6 || (a[6].is<int64_t>() && a[6].as<int64_t>() > 0);

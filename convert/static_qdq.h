@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,15 @@ struct StaticWeight {
   std::optional<at::Tensor> new_scales;  // or a per-tensor weight's, [out channels]
 };
 std::optional<StaticWeight> staticWeight(const Graph& g, const Argument& dq);
+
+/// `w` packed for linear_q8 / conv2d_q8 (pack_weight_int8 of a conv weight's channels-last rows
+/// (out, kh, kw, in)) as a new constant before `before`, with its scales argument (a per-tensor
+/// weight's as a new constant too).
+std::pair<Node*, Argument> packStaticWeight(Graph& g, const std::set<std::string>& taken, const StaticWeight& w,
+                                            Node* before);
+
+/// An int[] argument.
+ArgList intList(const std::vector<int64_t>& v);
 
 /// aten.conv2d's stride, padding, dilation (one value or two) and a literal positive groups, from
 /// its arguments past the bias (defaults where absent); nothing for other forms.

@@ -12,7 +12,7 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from pt2q import _C
-from tests.kernels.test_linear_static import conv_case, pack_conv
+from tests.kernels.test_linear_static import StaticConv, conv_case, export_and_compile_match_eager, pack_conv
 from tests.kernels.test_linear_weight_only import ISA_CASES, run_under_isa
 
 P = torch.ops.pt2q
@@ -102,24 +102,14 @@ def test_opcheck():
     opcheck(P.conv2d_q8_float.default, (x, sx, zx, pack_conv(w), sw, b, [3, 3], [2, 2], [1, 1], [1, 1], 8))
 
 
-class FloatConv(torch.nn.Module):
-    def __init__(self, w, sw, b):
-        super().__init__()
-        self.register_buffer("packed", pack_conv(w))
-        self.register_buffer("sw", sw)
-        self.register_buffer("b", b)
-
+class FloatConv(StaticConv):
     def forward(self, x):
         return torch.relu(P.conv2d_q8_float(x, 0.03, 2, self.packed, self.sw, self.b, [3, 3], [1, 1], [1, 1], [1, 1]))
 
 
 def test_export_and_compile_match_eager():
     x, _, _, w, sw, b, _, _, _ = conv_case(2, 4, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1))
-    m = FloatConv(w, sw, b)
-    ep = torch.export.export(m, (x,))
-    assert "pt2q.conv2d_q8_float.default" in {str(n.target) for n in ep.graph.nodes}
-    assert torch.equal(ep.module()(x), m(x))
-    assert torch.equal(torch.compile(m, fullgraph=True)(x), m(x))
+    export_and_compile_match_eager(FloatConv(w, sw, b), (x,), "pt2q.conv2d_q8_float.default")
 
 
 def test_errors_name_the_op():

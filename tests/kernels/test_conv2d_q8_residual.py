@@ -13,7 +13,8 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from pt2q import _C
-from tests.kernels.test_linear_static import check_codes, conv_case, pack_conv
+from tests.kernels.test_linear_static import StaticConv, check_codes, conv_case, export_and_compile_match_eager, \
+    pack_conv
 from tests.kernels.test_linear_weight_only import ISA_CASES, run_under_isa
 
 P = torch.ops.pt2q
@@ -135,13 +136,7 @@ def test_opcheck():
                                   r, sr, zr))
 
 
-class ResidualConv(torch.nn.Module):
-    def __init__(self, w, sw, b):
-        super().__init__()
-        self.register_buffer("packed", pack_conv(w))
-        self.register_buffer("sw", sw)
-        self.register_buffer("b", b)
-
+class ResidualConv(StaticConv):
     def forward(self, x, r):
         return P.conv2d_q8(x, 0.03, 2, self.packed, self.sw, self.b, [3, 3], [1, 1], [1, 1], [1, 1], 0.5, 0, 0, 127,
                            1, r, 0.25, -3)
@@ -149,11 +144,7 @@ class ResidualConv(torch.nn.Module):
 
 def test_export_and_compile_match_eager():
     x, _, _, w, sw, b, _, _, acc, r, _, _ = residual_case((2, 4, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1)))
-    m = ResidualConv(w, sw, b)
-    ep = torch.export.export(m, (x, r))
-    assert "pt2q.conv2d_q8.default" in {str(n.target) for n in ep.graph.nodes}
-    assert torch.equal(ep.module()(x, r), m(x, r))
-    assert torch.equal(torch.compile(m, fullgraph=True)(x, r), m(x, r))
+    export_and_compile_match_eager(ResidualConv(w, sw, b), (x, r), "pt2q.conv2d_q8.default")
 
 
 def test_errors_name_the_residual_and_change_nothing():

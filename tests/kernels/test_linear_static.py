@@ -305,13 +305,18 @@ class StaticConv(torch.nn.Module):
         return P.conv2d_q8(x, 0.03, 2, self.packed, self.sw, self.b, [3, 3], [1, 1], [1, 1], [1, 1], 0.5, 0)
 
 
+def export_and_compile_match_eager(m, args, target):
+    """m exported (keeping `target` in its graph) and compiled gives eager's output exactly."""
+    ep = torch.export.export(m, args)
+    assert target in {str(n.target) for n in ep.graph.nodes}
+    want = m(*args)
+    assert torch.equal(ep.module()(*args), want)
+    assert torch.equal(torch.compile(m, fullgraph=True)(*args), want)
+
+
 def test_export_and_compile_match_eager():
     x, _, _, w, sw, b, _, _, _ = conv_case(2, 4, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1))
-    m = StaticConv(w, sw, b)
-    ep = torch.export.export(m, (x,))
-    assert "pt2q.conv2d_q8.default" in {str(n.target) for n in ep.graph.nodes}
-    assert torch.equal(ep.module()(x), m(x))
-    assert torch.equal(torch.compile(m, fullgraph=True)(x), m(x))
+    export_and_compile_match_eager(StaticConv(w, sw, b), (x,), "pt2q.conv2d_q8.default")
 
 
 def test_errors_name_the_argument():
