@@ -28,10 +28,12 @@ struct Q8Residual {
   bool on() const { return codes.has_value(); }
 };
 
-/// linear_q8's checks; returns (m, k, n).
+/// linear_q8's checks; returns (m, k, n). `op` names the op in errors (linear_q8_float passes a
+/// default Q8Output).
 std::array<int64_t, 3> checkLinearQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                                      const at::Tensor& packed, const at::Tensor& weight_scales,
-                                     const c10::optional<at::Tensor>& bias, const Q8Output& out);
+                                     const c10::optional<at::Tensor>& bias, const Q8Output& out,
+                                     const char* op = "linear_q8");
 
 struct Conv2dQ8Geometry {
   int64_t n = 0, c = 0, h = 0, w = 0, oc = 0, kh = 0, kw = 0, oh = 0, ow = 0;
@@ -69,6 +71,10 @@ at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
                        const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
                        at::IntArrayRef dilation, const Q8Output& out, int64_t groups, const Q8Residual& residual = {});
+/// linear_q8_float's reference: the exact sum, y = s_x * s_w * sum + bias in fp64, as fp32.
+at::Tensor linearQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                            const at::Tensor& packed, const at::Tensor& weight_scales,
+                            const c10::optional<at::Tensor>& bias);
 /// conv2d_q8_float's reference: the same exact sum, y = s_x * s_w * sum + bias in fp64, as fp32.
 at::Tensor conv2dQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                             const at::Tensor& packed, const at::Tensor& weight_scales,

@@ -49,12 +49,13 @@ void checkPacked(const char* op, const at::Tensor& packed, int64_t n, int64_t k,
 
 std::array<int64_t, 3> checkLinearQ8(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                                      const at::Tensor& packed, const at::Tensor& weight_scales,
-                                     const c10::optional<at::Tensor>& bias, const Q8Output& out) {
-  checkCommon("linear_q8", input, input_scale, input_zero_point, packed, weight_scales, bias, out);
-  TORCH_CHECK_VALUE(input.dim() >= 1 && input.size(-1) > 0, "linear_q8: input must have a non-empty last dimension");
+                                     const c10::optional<at::Tensor>& bias, const Q8Output& out,
+                                     const char* op) {
+  checkCommon(op, input, input_scale, input_zero_point, packed, weight_scales, bias, out);
+  TORCH_CHECK_VALUE(input.dim() >= 1 && input.size(-1) > 0, op, ": input must have a non-empty last dimension");
   const int64_t k = input.size(-1), n = weight_scales.size(0);
-  TORCH_CHECK_VALUE(n > 0, "linear_q8: weight_scales must not be empty");
-  checkPacked("linear_q8", packed, n, k, "input.size(-1)");
+  TORCH_CHECK_VALUE(n > 0, op, ": weight_scales must not be empty");
+  checkPacked(op, packed, n, k, "input.size(-1)");
   return {input.numel() / k, k, n};
 }
 

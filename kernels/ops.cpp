@@ -140,6 +140,12 @@ TORCH_LIBRARY(pt2q, m) {
       "Tensor weight_scales, Tensor? bias, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, "
       "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127, "
       "int groups=1, Tensor? residual=None, float residual_scale=1.0, int residual_zero_point=0) -> Tensor");
+  // linear_q8 / conv2d_q8's products with a float output: y = s_x * s_w * sum (q_x - z_x) w + bias
+  // as fp32 (linear: [..., out_features]), what the chain's fp32 op gives where nothing quantizes
+  // its output (X86InductorQuantizer leaves a linear or conv whose consumer it does not quantize so).
+  m.def(
+      "linear_q8_float(Tensor input, float input_scale, int input_zero_point, Tensor packed_weight, "
+      "Tensor weight_scales, Tensor? bias) -> Tensor");
   // conv2d_q8's convolution with a float output: y = s_x * s_w * sum (q_x - z_x) w + bias as fp32,
   // what the chain's fp32 conv gives where nothing quantizes its output (X86InductorQuantizer
   // leaves a conv whose consumer it does not quantize so).

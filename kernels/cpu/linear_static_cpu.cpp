@@ -95,20 +95,39 @@ void gemmRequantize(const uint8_t* xu, int64_t xs, int64_t rows, int64_t k, int3
                    epilogueOf(input_scale, q), out);
 }
 
+// linear_q8 / linear_q8_float: x's m rows of k codes as unsigned rows, then the panels into out.
+void linearPanels(const at::Tensor& input, int64_t m, int64_t k, double input_scale, int64_t input_zero_point,
+                  const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
+                  const Q8Output& q, const PanelOut& out) {
+  if (m == 0) return;
+  // Rows one cache line longer than kp: rows kp apart (a power of two) would share L1 sets.
+  const int64_t xs = roundUp(k, packChunk(8)) + 64;
+  at::Tensor xu = at::zeros({m, xs}, input.options().dtype(at::kByte));
+  xu.slice(1, 0, k).copy_(input.reshape({m, k}).view(at::kByte).bitwise_xor(128));
+  gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, m, k, static_cast<int32_t>(input_zero_point), input_scale, packed,
+                 weight_scales, bias, q, out);
+}
+
 at::Tensor linearQ8Cpu(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& packed,
                        const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias, double output_scale,
                        int64_t output_zero_point, int64_t qmin, int64_t qmax) {
   const Q8Output q{output_scale, output_zero_point, qmin, qmax};
   const auto [m, k, n] = checkLinearQ8(input, input_scale, input_zero_point, packed, weight_scales, bias, q);
   at::Tensor out = at::empty({m, n}, input.options());
-  if (m > 0) {
-    // Rows one cache line longer than kp: rows kp apart (a power of two) would share L1 sets.
-    const int64_t xs = roundUp(k, packChunk(8)) + 64;
-    at::Tensor xu = at::zeros({m, xs}, input.options().dtype(at::kByte));
-    xu.slice(1, 0, k).copy_(input.reshape({m, k}).view(at::kByte).bitwise_xor(128));
-    gemmRequantize(xu.const_data_ptr<uint8_t>(), xs, m, k, static_cast<int32_t>(input_zero_point), input_scale,
-                   packed, weight_scales, bias, q, PanelOut{out.data_ptr<int8_t>(), nullptr, n, {}});
-  }
+  linearPanels(input, m, k, input_scale, input_zero_point, packed, weight_scales, bias, q,
+               PanelOut{out.data_ptr<int8_t>(), nullptr, n, {}});
+  return out.reshape(linearOutputShape(input.sizes(), n));
+}
+
+at::Tensor linearQ8FloatCpu(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                            const at::Tensor& packed, const at::Tensor& weight_scales,
+                            const c10::optional<at::Tensor>& bias) {
+  const Q8Output q;
+  const auto [m, k, n] =
+      checkLinearQ8(input, input_scale, input_zero_point, packed, weight_scales, bias, q, "linear_q8_float");
+  at::Tensor out = at::empty({m, n}, input.options().dtype(at::kFloat));
+  linearPanels(input, m, k, input_scale, input_zero_point, packed, weight_scales, bias, q,
+               PanelOut{nullptr, out.data_ptr<float>(), n, {}});
   return out.reshape(linearOutputShape(input.sizes(), n));
 }
 
@@ -358,4 +377,5 @@ TORCH_LIBRARY_IMPL(pt2q, CPU, m) {
   m.impl("linear_q8", &pt2q::linearQ8Cpu);
   m.impl("conv2d_q8", &pt2q::conv2dQ8Cpu);
   m.impl("conv2d_q8_float", &pt2q::conv2dQ8FloatCpu);
+  m.impl("linear_q8_float", &pt2q::linearQ8FloatCpu);
 }

@@ -149,6 +149,19 @@ at::Tensor im2colRows(const char* op, const Conv2dQ8Geometry& g, const at::Tenso
   return cols;
 }
 
+// x's m rows of k codes as the GEMV reads them, 16 bytes at a time: a K that is not a multiple of
+// 16, or rows not so aligned, go through a zero-padded copy (the packed weight is zero past K).
+at::Tensor gemvRows(const at::Tensor& input, int64_t m, int64_t k) {
+  const int64_t ld = roundUp(k, 16);
+  at::Tensor x = input.reshape({m, k});
+  if (ld != k || !x.is_contiguous() || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) {
+    at::Tensor padded = at::zeros({m, ld}, input.options());
+    padded.slice(1, 0, k).copy_(x);
+    x = padded;
+  }
+  return x;
+}
+
 at::Tensor linearQ8Cuda(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                         const at::Tensor& packed, const at::Tensor& weight_scales,
                         const c10::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point,
@@ -160,17 +173,27 @@ at::Tensor linearQ8Cuda(const at::Tensor& input, double input_scale, int64_t inp
   const c10::cuda::CUDAGuard guard(input.device());
   at::Tensor out = at::empty({m, n}, input.options());
   if (m > 0) {
-    // The GEMV reads rows of x 16 bytes at a time: a K that is not a multiple of 16, or rows not
-    // so aligned, go through a zero-padded copy (the packed weight is zero past K).
-    const int64_t ld = roundUp(k, 16);
-    at::Tensor x = input.reshape({m, k});
-    if (ld != k || !x.is_contiguous() || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) {
-      at::Tensor padded = at::zeros({m, ld}, input.options());
-      padded.slice(1, 0, k).copy_(x);
-      x = padded;
-    }
-    gemvRequantize(op, x.const_data_ptr<int8_t>(), ld, m, input_scale, input_zero_point, packed, weight_scales,
-                   bias, q, out.data_ptr<int8_t>());
+    const at::Tensor x = gemvRows(input, m, k);
+    gemvRequantize(op, x.const_data_ptr<int8_t>(), x.size(1), m, input_scale, input_zero_point, packed,
+                   weight_scales, bias, q, out.data_ptr<int8_t>());
+  }
+  return out.reshape(linearOutputShape(input.sizes(), n));
+}
+
+// linear_q8_float: the same rows through the GEMV / GEMMs in their dynamic mode (fp32 output).
+at::Tensor linearQ8FloatCuda(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                             const at::Tensor& packed, const at::Tensor& weight_scales,
+                             const c10::optional<at::Tensor>& bias) {
+  const char* op = "linear_q8_float";
+  const Q8Output q;
+  const auto [m, k, n] = checkLinearQ8(input, input_scale, input_zero_point, packed, weight_scales, bias, q, op);
+  if (k > kQ8MaxK) return linearQ8FloatRef(input, input_scale, input_zero_point, packed, weight_scales, bias);
+  const c10::cuda::CUDAGuard guard(input.device());
+  at::Tensor out = at::empty({m, n}, input.options().dtype(at::kFloat));
+  if (m > 0) {
+    const at::Tensor x = gemvRows(input, m, k);
+    gemvRequantize(op, x.const_data_ptr<int8_t>(), x.size(1), m, input_scale, input_zero_point, packed,
+                   weight_scales, bias, q, nullptr, {}, {}, out.data_ptr<float>());
   }
   return out.reshape(linearOutputShape(input.sizes(), n));
 }
@@ -232,4 +255,5 @@ TORCH_LIBRARY_IMPL(pt2q, CUDA, m) {
   m.impl("linear_q8", &pt2q::linearQ8Cuda);
   m.impl("conv2d_q8", &pt2q::conv2dQ8Cuda);
   m.impl("conv2d_q8_float", &pt2q::conv2dQ8FloatCuda);
+  m.impl("linear_q8_float", &pt2q::linearQ8FloatCuda);
 }

@@ -35,6 +35,11 @@ at::Tensor conv2dQ8Meta(const at::Tensor& input, double, int64_t, const at::Tens
   return at::empty_symint(sizes, input.options());
 }
 
+at::Tensor linearQ8FloatMeta(const at::Tensor& input, double sx, int64_t zx, const at::Tensor& p,
+                             const at::Tensor& weight_scales, const c10::optional<at::Tensor>& b) {
+  return linearQ8Meta(input, sx, zx, p, weight_scales, b, 1.0, 0, -128, 127).to(at::kFloat);
+}
+
 at::Tensor conv2dQ8FloatMeta(const at::Tensor& input, double sx, int64_t zx, const at::Tensor& p,
                              const at::Tensor& weight_scales, const c10::optional<at::Tensor>& b, at::IntArrayRef ks,
                              at::IntArrayRef st, at::IntArrayRef pad, at::IntArrayRef dil, int64_t groups) {
@@ -50,4 +55,5 @@ TORCH_LIBRARY_IMPL(pt2q, Meta, m) {
   m.impl("linear_q8", &pt2q::linearQ8Meta);
   m.impl("conv2d_q8", &pt2q::conv2dQ8Meta);
   m.impl("conv2d_q8_float", &pt2q::conv2dQ8FloatMeta);
+  m.impl("linear_q8_float", &pt2q::linearQ8FloatMeta);
 }

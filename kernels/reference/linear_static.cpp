@@ -1,4 +1,4 @@
-// Reference linear_q8 / conv2d_q8 / conv2d_q8_float in plain ATen (any device): products of codes summed exactly in
+// Reference linear_q8 / conv2d_q8 and their float-output forms in plain ATen (any device): products of codes summed exactly in
 // fp64, scaled, biased and requantized in fp64 with quantize_per_tensor's rounding (half to even).
 #include <torch/library.h>
 
@@ -46,6 +46,18 @@ at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
   return requantize(acc, input_scale, weight_scales, bias, out, 1, residual);
 }
 
+at::Tensor linearQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
+                            const at::Tensor& packed, const at::Tensor& weight_scales,
+                            const c10::optional<at::Tensor>& bias) {
+  const auto [m, k, n] =
+      checkLinearQ8(input, input_scale, input_zero_point, packed, weight_scales, bias, Q8Output{}, "linear_q8_float");
+  const at::Tensor x = input.reshape({m, k}).to(at::kDouble) - static_cast<double>(input_zero_point);
+  const at::Tensor w = unpackWeightRef(packed, n, k, 8).to(at::kDouble);
+  at::Tensor y = at::mm(x, w.t()) * input_scale * weight_scales.to(at::kDouble).reshape({1, -1});
+  if (bias.has_value()) y = y + bias->to(at::kDouble).reshape({1, -1});
+  return y.to(at::kFloat).reshape(linearOutputShape(input.sizes(), n));
+}
+
 at::Tensor conv2dQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
                             const at::Tensor& packed, const at::Tensor& weight_scales,
                             const c10::optional<at::Tensor>& bias, at::IntArrayRef kernel_size,
@@ -63,6 +75,11 @@ at::Tensor conv2dQ8FloatRef(const at::Tensor& input, double input_scale, int64_t
 }
 
 namespace {
+
+at::Tensor linearQ8Float(const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
+                         const c10::optional<at::Tensor>& b) {
+  return linearQ8FloatRef(x, sx, zx, p, s, b);
+}
 
 at::Tensor conv2dQ8Float(const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
                          const c10::optional<at::Tensor>& b, at::IntArrayRef ks, at::IntArrayRef st,
@@ -89,4 +106,5 @@ TORCH_LIBRARY_IMPL(pt2q, CompositeExplicitAutograd, m) {
   m.impl("linear_q8", &pt2q::linearQ8);
   m.impl("conv2d_q8", &pt2q::conv2dQ8);
   m.impl("conv2d_q8_float", &pt2q::conv2dQ8Float);
+  m.impl("linear_q8_float", &pt2q::linearQ8Float);
 }

@@ -131,6 +131,12 @@ void bindReference(py::module_& m) {
       py::arg("output_quant_max") = 127, py::arg("groups") = 1, py::arg("residual") = py::none(),
       py::arg("residual_scale") = 1.0, py::arg("residual_zero_point") = 0);
   m.def(
+      "linear_q8_float",
+      [](const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
+         const c10::optional<at::Tensor>& b) { return linearQ8FloatRef(x, sx, zx, p, s, b); },
+      py::arg("input"), py::arg("input_scale"), py::arg("input_zero_point"), py::arg("packed_weight"),
+      py::arg("weight_scales"), py::arg("bias"));
+  m.def(
       "conv2d_q8_float",
       [](const at::Tensor& x, double sx, int64_t zx, const at::Tensor& p, const at::Tensor& s,
          const c10::optional<at::Tensor>& b, std::vector<int64_t> ks, std::vector<int64_t> st,

@@ -1,9 +1,9 @@
-"""conv2d_q8_float on CUDA: im2col rows, then the int8 GEMV / GEMMs in their dynamic mode (every
-row's scale s_x and zero point z_x) writing fp32. Against the fp64 computation within the CPU
-test's bound and against the CPU kernel within twice it (the CPU sums partial products in fp32,
-CUDA's sums are exact int32); Hopper's wgmma GEMM bit for bit the mma.sync one; more rows than one
-launch; grouped convolutions through the reference; opcheck. Runs on the GPU machine; skipped
-elsewhere."""
+"""linear_q8_float / conv2d_q8_float on CUDA: (conv: im2col rows, then) the int8 GEMV / GEMMs in
+their dynamic mode (every row's scale s_x and zero point z_x) writing fp32. Against the fp64
+computation within the CPU test's bound and against the CPU kernel within twice it (the CPU sums
+partial products in fp32, CUDA's sums are exact int32); Hopper's wgmma GEMM bit for bit the
+mma.sync one; more rows than one launch; grouped convolutions through the reference; opcheck. Runs
+on the GPU machine; skipped elsewhere."""
 
 import pytest
 import torch
@@ -11,10 +11,10 @@ from torch.library import opcheck
 
 import pt2q  # noqa: F401
 from tests.cuda_support import cuda_kernel_names, needs_cuda_kernel
-from tests.kernels.test_conv2d_q8_float import SHAPES, fp64
-from tests.kernels.test_linear_static import conv_case, pack_conv
+from tests.kernels.test_q8_float_out import LINEAR_SHAPES, SHAPES, fp64, fp64_linear
+from tests.kernels.test_linear_static import conv_case, make, pack_conv
 
-pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::conv2d_q8_float")]
+pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::conv2d_q8_float"), needs_cuda_kernel("pt2q::linear_q8_float")]
 P = torch.ops.pt2q
 
 
@@ -66,3 +66,35 @@ def test_opcheck():
     x, sx, zx, w, sw, b, _, _, _ = conv_case(2, 8, 6, 6, 8, (3, 3), (1, 1), (1, 1), (1, 1))
     opcheck(P.conv2d_q8_float, (x.cuda(), sx, zx, pack_conv(w).cuda(), sw.cuda(), b.cuda(), [3, 3], [1, 1], [1, 1],
                                 [1, 1]))
+
+
+@pytest.mark.parametrize("n,k,m_shape", LINEAR_SHAPES + [(257, 4096, (2048,)), (48, 64, (11,))])
+def test_linear_matches_fp64_and_cpu(n, k, m_shape, monkeypatch):
+    x, sx, zx, w, sw, b, _, _ = make(n, k, m_shape, seed=n + k)
+    packed = P.pack_weight_int8(w)
+
+    def run():
+        return P.linear_q8_float(x.cuda(), sx, zx, packed.cuda(), sw.cuda(), b.cuda())
+    got = run()
+    assert got.is_cuda and got.dtype == torch.float32 and got.shape == (*m_shape, n)
+    y, bound = fp64_linear(x, zx, w, sw, sx, b)
+    assert bool(((got.cpu().double() - y).abs() <= bound).all())
+    cpu = P.linear_q8_float(x, sx, zx, packed, sw, b)
+    assert bool(((got.cpu().double() - cpu.double()).abs() <= 2 * bound).all())
+    if m_shape[0] >= 256:  # Hopper's wgmma GEMM, bit for bit the mma.sync one
+        assert any("dynWgmma" in n for n in cuda_kernel_names(run))
+        monkeypatch.setenv("PT2Q_CUDA_Q8_WGMMA", "0")
+        assert torch.equal(got, run())
+
+
+def test_linear_misaligned_input_and_opcheck():
+    x, sx, zx, w, sw, b, _, _ = make(48, 64, (11,), seed=7)
+    base = torch.zeros(11 * 64 + 3, dtype=torch.int8, device="cuda")
+    xc = base[3:].view(11, 64)  # rows 3 bytes past a 16-byte boundary
+    xc.copy_(x.cuda())
+    packed = P.pack_weight_int8(w)
+    got = P.linear_q8_float(xc, sx, zx, packed.cuda(), sw.cuda(), b.cuda())
+    y, bound = fp64_linear(x, zx, w, sw, sx, b)
+    assert bool(((got.cpu().double() - y).abs() <= bound).all())
+    opcheck(P.linear_q8_float, (x.cuda(), sx, zx, packed.cuda(), sw.cuda(), b.cuda()))
+
