@@ -250,7 +250,7 @@ std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& w
 int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
   // Static chains first: their weight dequantize would also match the weight-only pattern.
   const int64_t lowered_static =
-      lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerStaticPools(g) + lowerStaticFloatConvs(g, taken) +
+      lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerStaticPools(g) + lowerStaticFloatOutputs(g, taken) +
       lowerMxLinears(g);
   std::vector<Site> sites;
   for (Node* n : g.nodes()) {

@@ -45,10 +45,10 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken);
 /// (convert/lower_static_add.cpp). Returns how many.
 int64_t lowerStaticAdds(Graph& g);
 
-/// Plain convolutions of dequantized int8 / uint8 codes whose output nothing quantizes (left after
-/// the chains, adds and pools) become pt2q.conv2d_q8_float (lower_static_conv_float.cpp). Returns
-/// how many.
-int64_t lowerStaticFloatConvs(Graph& g, const std::set<std::string>& taken);
+/// Linears and plain convolutions of dequantized int8 / uint8 codes with a static weight whose
+/// output nothing quantizes (left after the chains, adds and pools) become pt2q.linear_q8_float /
+/// conv2d_q8_float (lower_static_float_out.cpp). Returns how many.
+int64_t lowerStaticFloatOutputs(Graph& g, const std::set<std::string>& taken);
 
 /// dq -> max_pool2d -> q of the same qparams becomes pt2q.max_pool2d_q8 on the codes
 /// (convert/lower_static_pool.cpp). Returns how many.

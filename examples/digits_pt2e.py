@@ -192,7 +192,7 @@ def main():
           "native\" runs its convolutions and linears as pt2q.conv2d_q8 / linear_q8 (int8 codes in\n"
           "and out) and its max-pool as pt2q.max_pool2d_q8 on the codes, and so do the per-tensor\n"
           "and X86 ones (X86's uint8 codes shifted to int8; its last linear, whose output X86\n"
-          "leaves float, runs linear_w8a16).\n--compile lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq ->\n"
+          "leaves float, runs linear_q8_float on its input's codes).\n--compile lets Inductor fuse the q/dq (torch 2.13's Inductor cannot lower dq ->\n"
           "max_pool2d -> q on CPU tensors).")
 
 

@@ -79,12 +79,15 @@ def _x86():
 def test_uint8_chains_lower_through_int8_codes(seed):
     """X86InductorQuantizer's activations are uint8: each chain it closes with a quantize runs on
     int8 codes 128 below (zero point, clamp and every dequantize of those codes shifted with them,
-    which changes no value), the last linear (its output not quantized) weight-only; the output is
-    within one input step of that linear of the q/dq model's, and mostly identical."""
+    which changes no value), the last linear (its output not quantized) linear_q8_float on its
+    input's codes; the output is within one input step of that linear of the q/dq model's, and
+    mostly identical."""
     qdq, low, x = _flow(_x86(), seed)
     targets = _targets(low)
     assert targets.count(P.conv2d_q8.default) == 3 and targets.count(P.linear_q8.default) == 1
-    assert targets.count(P.linear_w8a16.default) == 1
+    assert targets.count(P.linear_q8_float.default) == 1 and P.linear_w8a16.default not in targets
+    last = next(n for n in low.graph.nodes if n.target == P.linear_q8_float.default)
+    assert last.args[0].target == P.linear_q8.default  # l1's codes, no dequantize between
     assert not any(t in targets for t in (torch.ops.aten.conv2d.default, torch.ops.aten.linear.default))
     # no uint8 code is left: every quantize / dequantize that remains was shifted to int8
     for n in low.graph.nodes:
@@ -448,3 +451,28 @@ def test_max_pool_with_other_qparams_after_it_keeps_its_chain():
 
     assert "pt2q.max_pool2d_q8" not in lowered_targets(0.05)
     assert "pt2q.max_pool2d_q8" in lowered_targets(0.02)
+
+
+@pytest.mark.parametrize("name", ["transformer_encoder", "gpt_block"])
+def test_x86_transformer_linears_run_on_their_input_codes(name):
+    """X86 quantizes each linear's input but leaves its output float (the next op, an add,
+    softmax, GELU or layer norm, is not one it quantizes): every linear lowers to
+    linear_q8_float on its input's codes (before, to the weight-only linear on the dequantized
+    input), and the model stays within a small fraction of the q/dq model's output."""
+    from tests.pt2e.models import calibration_batches, make
+
+    model, args, _ = make(name)
+    p = pt2q.prepare_pt2e(torch.export.export(model, args).module(), _x86())
+    for b in calibration_batches(args):
+        p(*b)
+    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    linears = [n for n in qdq.graph.nodes if n.target == torch.ops.aten.linear.default]
+    targets = _targets(low)
+    assert linears and targets.count(P.linear_q8_float.default) == len(linears)
+    assert torch.ops.aten.linear.default not in targets and P.linear_w8a16.default not in targets
+    for n in low.graph.nodes:
+        if n.target == P.linear_q8_float.default:
+            assert n.args[0].target == QD.quantize_per_tensor.default and n.args[0].args[3:] == (-128, 127, torch.int8)
+    for b in [args] + calibration_batches(args, seed=5):
+        a, c = qdq(*b).detach(), low(*b).detach()
+        assert float((a - c).abs().max()) <= 0.02 * float(a.abs().max())
