@@ -1,7 +1,8 @@
 """Static int8 models end to end on CPU: the float model, the converted q/dq model (eager) and the
 same model with convert_pt2e(..., lower_to_native=True), for each quantizer whose static graphs
 lower: XNNPACK per-tensor (its default config), XNNPACK per-channel, X86Inductor (uint8
-activations). Milliseconds per batch, every variant of a model timed in one process in
+activations), on a ResNet-style CNN, an MLP and a 12-layer transformer encoder (bench_flow.py's).
+Milliseconds per batch, every variant of a model timed in one process in
 alternating rounds (best round); the float model is the baseline. "max |err|" is against the
 float model's output, relative to its largest magnitude.
 
@@ -70,8 +71,12 @@ def models():
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.uniform_(-0.2, 0.2)
             m.running_var.uniform_(0.5, 1.5)
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True), 12,
+                                    enable_nested_tensor=False).eval()
     return [("ResNet-18 layout / 4, 4x3x112x112", cnn, lambda: torch.randn(4, 3, 112, 112)),
-            ("MLP 1024-4096-1024-1024-10, 64 rows", MLP().eval(), lambda: torch.randn(64, 1024))]
+            ("MLP 1024-4096-1024-1024-10, 64 rows", MLP().eval(), lambda: torch.randn(64, 1024)),
+            ("Transformer encoder, 12 layers, d 256, 4 heads, FF 1024, 4 x 64 tokens", encoder,
+             lambda: torch.randn(4, 64, 256))]
 
 
 QUANTIZERS = [
