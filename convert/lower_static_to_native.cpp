@@ -83,21 +83,6 @@ struct StaticSite {
   int64_t groups = 1;
 };
 
-// A node's recorded shape; convert's quantize / dequantize nodes record none, so theirs is their
-// input's (they keep the shape).
-std::optional<std::vector<Dim>> shapeOf(Node* n) {
-  while (n != nullptr) {
-    const auto& t = n->meta().types;
-    if (t.size() == 1 && t[0].shape.has_value()) return t[0].shape;
-    if (!t.empty() || (n->target() != kQuantizePerTensor && n->target() != kDequantizePerTensor) ||
-        n->args().empty() || !n->args()[0].isNode()) {
-      return std::nullopt;
-    }
-    n = n->args()[0].node();
-  }
-  return std::nullopt;
-}
-
 bool sameKnownShape(Node* a, Node* b) {
   const auto sa = shapeOf(a);
   return sa.has_value() && sa == shapeOf(b);

@@ -294,7 +294,9 @@ int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
   for (Node* n : g.nodes()) {
     if (n->kind() == NodeKind::kGetAttr && n->users().empty()) g.erase(n);
   }
-  return lowered_static + static_cast<int64_t>(sites.size());
+  // Last: the quantizes the lowerings above read (and moved to int8) are settled.
+  const int64_t quantizes = lowerStaticQuantizes(g, taken);
+  return lowered_static + static_cast<int64_t>(sites.size()) + quantizes;
 }
 
 }  // namespace pt2q

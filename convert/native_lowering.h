@@ -50,6 +50,11 @@ int64_t lowerStaticAdds(Graph& g);
 /// conv2d_q8_float (lower_static_float_out.cpp). Returns how many.
 int64_t lowerStaticFloatOutputs(Graph& g, const std::set<std::string>& taken);
 
+/// Per-tensor int8 quantizes of fp32 values with a static shape and literal qparams (the scale
+/// exact in fp32) become pt2q.quantize_affine with one block (lower_static_quantize.cpp); run
+/// last, after every lowering that reads or moves them. Returns how many.
+int64_t lowerStaticQuantizes(Graph& g, const std::set<std::string>& taken);
+
 /// dq -> max_pool2d -> q of the same qparams becomes pt2q.max_pool2d_q8 on the codes
 /// (convert/lower_static_pool.cpp). Returns how many.
 int64_t lowerStaticPools(Graph& g);

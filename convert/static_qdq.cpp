@@ -59,6 +59,19 @@ ArgList intList(const std::vector<int64_t>& v) {
   return l;
 }
 
+std::optional<std::vector<Dim>> shapeOf(Node* n) {
+  while (n != nullptr) {
+    const auto& t = n->meta().types;
+    if (t.size() == 1 && t[0].shape.has_value()) return t[0].shape;
+    if (!t.empty() || (n->target() != kQuantizePerTensor && n->target() != kDequantizePerTensor) ||
+        n->args().empty() || !n->args()[0].isNode()) {
+      return std::nullopt;
+    }
+    n = n->args()[0].node();
+  }
+  return std::nullopt;
+}
+
 std::optional<ConvArgs> convArgs(const std::vector<Argument>& a) {
   auto st = intPair(a, 3, 1), pad = intPair(a, 4, 0), dil = intPair(a, 5, 1);
   const bool literal_groups = a.size() <= 6 || (a[6].is<int64_t>() && a[6].as<int64_t>() > 0);

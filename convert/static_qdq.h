@@ -59,6 +59,10 @@ struct ConvArgs {
 };
 std::optional<ConvArgs> convArgs(const std::vector<Argument>& args);
 
+/// A node's recorded shape; convert's quantize / dequantize nodes record none, so theirs is their
+/// input's (they keep the shape). Nothing when unknown.
+std::optional<std::vector<Dim>> shapeOf(Node* n);
+
 /// A per-tensor quantize that closes a chain, and the op whose output it quantizes, past a relu
 /// between the two that feeds nothing else (folded later into the clamp).
 struct ClosingQuantize {

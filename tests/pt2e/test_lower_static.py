@@ -470,9 +470,12 @@ def test_x86_transformer_linears_run_on_their_input_codes(name):
     targets = _targets(low)
     assert linears and targets.count(P.linear_q8_float.default) == len(linears)
     assert torch.ops.aten.linear.default not in targets and P.linear_w8a16.default not in targets
+    # each reads int8 codes from a quantize, itself lowered to quantize_affine over one block
     for n in low.graph.nodes:
         if n.target == P.linear_q8_float.default:
-            assert n.args[0].target == QD.quantize_per_tensor.default and n.args[0].args[3:] == (-128, 127, torch.int8)
+            q = n.args[0]
+            assert q.target == P.quantize_affine.default and q.args[4:] == (torch.int8, -128, 127)
+            assert list(q.args[1]) == list(q.args[0].meta["val"].shape)
     for b in [args] + calibration_batches(args, seed=5):
         a, c = qdq(*b).detach(), low(*b).detach()
         assert float((a - c).abs().max()) <= 0.02 * float(a.abs().max())
