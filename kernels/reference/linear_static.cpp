@@ -8,15 +8,38 @@
 namespace pt2q {
 namespace {
 
-at::Tensor requantize(const at::Tensor& acc, double input_scale, const at::Tensor& weight_scales,
-                      const c10::optional<at::Tensor>& bias, const Q8Output& out, int64_t channel_dim,
-                      const Q8Residual& residual = {}) {
+// y = s_x * s_w * acc + bias in fp64, the scales and bias along channel_dim.
+at::Tensor scaled(const at::Tensor& acc, double input_scale, const at::Tensor& weight_scales,
+                  const c10::optional<at::Tensor>& bias, int64_t channel_dim) {
   std::vector<int64_t> shape(acc.dim(), 1);
   shape[channel_dim] = -1;
   at::Tensor y = acc * input_scale * weight_scales.to(at::kDouble).reshape(shape);
   if (bias.has_value()) y = y + bias->to(at::kDouble).reshape(shape);
+  return y;
+}
+
+at::Tensor requantize(at::Tensor y, const Q8Output& out, const Q8Residual& residual = {}) {
   if (residual.on()) y = y + (residual.codes->to(at::kDouble) - static_cast<double>(residual.zero_point)) * residual.scale;
   return (y * (1.0 / out.scale)).round().add(out.zero_point).clamp(out.quant_min, out.quant_max).to(at::kChar);
+}
+
+// The exact sums of (q - z_x) w, in fp64: [m, n] for a linear.
+at::Tensor linearSums(const at::Tensor& input, int64_t m, int64_t k, int64_t n, int64_t input_zero_point,
+                      const at::Tensor& packed) {
+  const at::Tensor x = input.reshape({m, k}).to(at::kDouble) - static_cast<double>(input_zero_point);
+  return at::mm(x, unpackWeightRef(packed, n, k, 8).to(at::kDouble).t());
+}
+
+// The same for a convolution, [N, OC, OH, OW].
+at::Tensor convSums(const Conv2dQ8Geometry& g, const at::Tensor& input, int64_t input_zero_point,
+                    const at::Tensor& packed, at::IntArrayRef stride, at::IntArrayRef padding,
+                    at::IntArrayRef dilation) {
+  // Zero padding of x - zp is padding the codes with zp: a float zero.
+  const at::Tensor x = input.to(at::kDouble) - static_cast<double>(input_zero_point);
+  // The packed rows hold the weight in (kh, kw, c) order, c over the row's group.
+  const at::Tensor w =
+      unpackWeightRef(packed, g.oc, g.k(), 8).to(at::kDouble).reshape({g.oc, g.kh, g.kw, g.cg()}).permute({0, 3, 1, 2});
+  return at::conv2d(x, w, c10::nullopt, stride, padding, dilation, g.groups);
 }
 
 }  // namespace
@@ -25,10 +48,8 @@ at::Tensor linearQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
                        const at::Tensor& packed, const at::Tensor& weight_scales, const c10::optional<at::Tensor>& bias,
                        const Q8Output& out) {
   const auto [m, k, n] = checkLinearQ8(input, input_scale, input_zero_point, packed, weight_scales, bias, out);
-  const at::Tensor x = input.reshape({m, k}).to(at::kDouble) - static_cast<double>(input_zero_point);
-  const at::Tensor w = unpackWeightRef(packed, n, k, 8).to(at::kDouble);
-  return requantize(at::mm(x, w.t()), input_scale, weight_scales, bias, out, 1)
-      .reshape(linearOutputShape(input.sizes(), n));
+  const at::Tensor acc = linearSums(input, m, k, n, input_zero_point, packed);
+  return requantize(scaled(acc, input_scale, weight_scales, bias, 1), out).reshape(linearOutputShape(input.sizes(), n));
 }
 
 at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t input_zero_point,
@@ -37,13 +58,8 @@ at::Tensor conv2dQ8Ref(const at::Tensor& input, double input_scale, int64_t inpu
                        at::IntArrayRef dilation, const Q8Output& out, int64_t groups, const Q8Residual& residual) {
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
                                            kernel_size, stride, padding, dilation, out, groups, residual);
-  // Zero padding of x - zp is padding the codes with zp: a float zero.
-  const at::Tensor x = input.to(at::kDouble) - static_cast<double>(input_zero_point);
-  // The packed rows hold the weight in (kh, kw, c) order, c over the row's group.
-  const at::Tensor w =
-      unpackWeightRef(packed, g.oc, g.k(), 8).to(at::kDouble).reshape({g.oc, g.kh, g.kw, g.cg()}).permute({0, 3, 1, 2});
-  const at::Tensor acc = at::conv2d(x, w, c10::nullopt, stride, padding, dilation, groups);
-  return requantize(acc, input_scale, weight_scales, bias, out, 1, residual);
+  const at::Tensor acc = convSums(g, input, input_zero_point, packed, stride, padding, dilation);
+  return requantize(scaled(acc, input_scale, weight_scales, bias, 1), out, residual);
 }
 
 at::Tensor linearQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
@@ -51,11 +67,8 @@ at::Tensor linearQ8FloatRef(const at::Tensor& input, double input_scale, int64_t
                             const c10::optional<at::Tensor>& bias) {
   const auto [m, k, n] =
       checkLinearQ8(input, input_scale, input_zero_point, packed, weight_scales, bias, Q8Output{}, "linear_q8_float");
-  const at::Tensor x = input.reshape({m, k}).to(at::kDouble) - static_cast<double>(input_zero_point);
-  const at::Tensor w = unpackWeightRef(packed, n, k, 8).to(at::kDouble);
-  at::Tensor y = at::mm(x, w.t()) * input_scale * weight_scales.to(at::kDouble).reshape({1, -1});
-  if (bias.has_value()) y = y + bias->to(at::kDouble).reshape({1, -1});
-  return y.to(at::kFloat).reshape(linearOutputShape(input.sizes(), n));
+  const at::Tensor acc = linearSums(input, m, k, n, input_zero_point, packed);
+  return scaled(acc, input_scale, weight_scales, bias, 1).to(at::kFloat).reshape(linearOutputShape(input.sizes(), n));
 }
 
 at::Tensor conv2dQ8FloatRef(const at::Tensor& input, double input_scale, int64_t input_zero_point,
@@ -65,13 +78,8 @@ at::Tensor conv2dQ8FloatRef(const at::Tensor& input, double input_scale, int64_t
   const Conv2dQ8Geometry g = checkConv2dQ8(input, input_scale, input_zero_point, packed, weight_scales, bias,
                                            kernel_size, stride, padding, dilation, Q8Output{}, groups, {},
                                            "conv2d_q8_float");
-  const at::Tensor x = input.to(at::kDouble) - static_cast<double>(input_zero_point);
-  const at::Tensor w =
-      unpackWeightRef(packed, g.oc, g.k(), 8).to(at::kDouble).reshape({g.oc, g.kh, g.kw, g.cg()}).permute({0, 3, 1, 2});
-  at::Tensor y = at::conv2d(x, w, c10::nullopt, stride, padding, dilation, groups) * input_scale *
-                 weight_scales.to(at::kDouble).reshape({1, -1, 1, 1});
-  if (bias.has_value()) y = y + bias->to(at::kDouble).reshape({1, -1, 1, 1});
-  return y.to(at::kFloat);
+  const at::Tensor acc = convSums(g, input, input_zero_point, packed, stride, padding, dilation);
+  return scaled(acc, input_scale, weight_scales, bias, 1).to(at::kFloat);
 }
 
 namespace {
