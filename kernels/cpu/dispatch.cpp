@@ -7,6 +7,9 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 #include "kernels/cpu/affine_microkernels.h"
 #include "kernels/cpu/linear_microkernels.h"
@@ -130,6 +133,17 @@ const LinearW4Bf16Kernels* linearW4Bf16Kernel() {
 #else
   return nullptr;
 #endif
+}
+
+int64_t l1DataCacheBytes() {
+  static const int64_t l1 = [] {
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    if (v >= (16 << 10) && v <= (1 << 20)) return static_cast<int64_t>(v);
+#endif
+    return int64_t{32 << 10};
+  }();
+  return l1;
 }
 
 bool cpuSplits512BitOps() {

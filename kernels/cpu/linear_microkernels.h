@@ -170,19 +170,28 @@ struct LinearKernels {
 /// to kp, a multiple of 32) into the order `block4` reads, per 32-value chunk [even k < 16, odd
 /// k < 16, even k >= 16, odd k >= 16], and writes each row's fp32 sum over every group of
 /// `group_chunks` chunks to xsum[row * groups + g]. `block4` runs linear_w4a16's block of 4 rows
-/// ("n4k32") against 1 or 2 such rows, each stored nibble u read as the bf16 128 + u = v + 136:
+/// ("n4k32") against 1 or 2 rows of x (row m at x + m * x_stride), each the sum of `parts` (1 or
+/// 2) bf16 parts interleaved by chunk (part j of chunk c at (c * parts + j) * 32, as split_x
+/// writes them, then permuted chunk by chunk by prepare_x), each stored nibble u read as the bf16
+/// 128 + u = v + 136:
 ///   out[m * 4 + r] = sum_g scales[r * s_stride + g] *
 ///                    (sum_{k in g} (128 + u) * x[m][k] - (136 + zp[r][g]) * xsum[m * s_stride + g])
+/// where x[m][k] sums its parts (and xsum, from prepare_x over group_chunks * parts chunks, too),
 /// with bf16 products summed in fp32 by `vdpbf16ps`; `offsets` holds (136 + zp) / 4 in the
 /// scales' layout, or is nullptr for zp = 0. `block16` is block4 for one x row and the 4
 /// consecutive blocks from `w` (16 rows, out[r] for r < 16, scales and offsets of 16 rows).
+/// `split_x` writes `rows` rows of fp32 x (kp values each, kp a multiple of 32) as `parts` (1 or
+/// 2) bf16 parts, row m's part j of chunk c at out[m * kp * parts + (c * parts + j) * 32]: x
+/// rounded to nearest even, then what that rounding lost, rounded likewise (torch's "medium" and
+/// "high" fp32 matmul precisions; denormals read as zero).
 struct LinearW4Bf16Kernels {
   void (*prepare_x)(const uint16_t* x, int64_t rows, int64_t kp, int64_t group_chunks, uint16_t* xperm, float* xsum);
-  void (*block4)(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
+  void (*block4)(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int parts, int64_t chunks,
                  int64_t group_chunks, const float* scales, const float* offsets, int64_t s_stride, const float* xsum,
                  float* out);
   void (*block16)(const int8_t* w, const uint16_t* x, int64_t chunks, int64_t group_chunks, const float* scales,
                   const float* offsets, int64_t s_stride, const float* xsum, float* out);
+  void (*split_x)(const float* x, int64_t rows, int64_t kp, int parts, uint16_t* out);
 };
 /// Those kernels when this CPU has AVX512_BF16 and PT2Q_CPU_ISA allows it (the default cap does,
 /// avx512 does not), else nullptr.
@@ -207,6 +216,9 @@ struct LinearW4F32Kernels {
 };
 /// Those kernels when the ISA in use is AVX-512, else nullptr.
 const LinearW4F32Kernels* linearW4F32Kernel();
+
+/// This CPU's L1 data cache in bytes (sysconf; 32 KiB when it does not say or says nonsense).
+int64_t l1DataCacheBytes();
 
 /// Whether this CPU executes a 512-bit vector op as two 256-bit halves (AMD Zen 4). There the
 /// W4A16 block kernels are compute-bound at M = 1 and `block16`'s shared x loads pay; on CPUs

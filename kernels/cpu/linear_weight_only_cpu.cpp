@@ -3,9 +3,10 @@
 // blocks of 4 output rows (int4 with one long row of x: 4 blocks at a time, runQuads). Many rows
 // (prefill): tiles of the weight are dequantized to fp32 once and multiplied by ATen's GEMM,
 // which is compute-bound there and better blocked than a GEMV.
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
-#include <unistd.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -40,13 +41,7 @@ bool useQuads(int64_t x_bytes, bool bf16) {
   if (const char* env = std::getenv("PT2Q_CPU_W4_QUAD"); env != nullptr && (env[0] == '0' || env[0] == '1')) {
     return env[0] == '1';
   }
-  static const int64_t l1 = [] {
-#if defined(_SC_LEVEL1_DCACHE_SIZE)
-    const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-    if (v >= (16 << 10) && v <= (1 << 20)) return static_cast<int64_t>(v);
-#endif
-    return int64_t{32 << 10};
-  }();
+  const int64_t l1 = cpu::l1DataCacheBytes();
   return cpu::cpuSplits512BitOps() && x_bytes > (bf16 ? l1 * 11 / 32 : l1 / 2);
 }
 
@@ -136,6 +131,71 @@ at::Tensor blockRows(const at::Tensor& t, int64_t n, int64_t np, int64_t groups)
   return out;
 }
 
+// What the int4 block kernels read of a packed weight (w4Bf16Rows).
+struct W4Blocks {
+  const int8_t* w;
+  int64_t kp, chunks, group_chunks, groups;
+  const at::Tensor& scales;       // fp32 [np, groups]
+  const at::Tensor& zero_points;  // the same, or undefined
+};
+
+// `rows` rows of x, each `parts` bf16 parts interleaved by 32-value chunk (xb [rows, kp * parts],
+// zero-padded, as split_x writes them; the parts of a row add up to it), through the AVX512_BF16 int4 kernels into out [rows, n] fp32: bf16-decoded
+// nibbles meet x in vdpbf16ps; the kernel subtracts the decode's offset and the zero points per
+// group.
+void w4Bf16Rows(const cpu::LinearW4Bf16Kernels* kern, const W4Blocks& wb, const at::Tensor& xb, int64_t rows,
+                int parts, int64_t n, float* out) {
+  const int64_t kp = wb.kp, gs = wb.groups;
+  at::Tensor xperm = at::empty_like(xb);
+  at::Tensor xsum = at::empty({rows, gs}, xb.options().dtype(at::kFloat));
+  auto* xp = reinterpret_cast<uint16_t*>(xperm.data_ptr());
+  // Each chunk is permuted on its own and each group's sum spans its chunks' parts: the sums of x.
+  kern->prepare_x(reinterpret_cast<const uint16_t*>(xb.const_data_ptr()), rows, kp * parts, wb.group_chunks * parts,
+                  xp, xsum.data_ptr<float>());
+  const at::Tensor offsets = wb.zero_points.defined() ? (wb.zero_points + 136.0) * 0.25 : at::Tensor();
+  const float* sp = wb.scales.const_data_ptr<float>();
+  const float* offp = offsets.defined() ? offsets.const_data_ptr<float>() : nullptr;
+  const float* xsp = xsum.const_data_ptr<float>();
+  const int64_t block_bytes = kPackRows * kp / 2;
+  const auto block = [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
+    const int64_t at = b * kPackRows * gs;
+    kern->block4(wb.w + b * block_bytes, xp + m0 * parts * kp, kp * parts, mx, parts, wb.chunks, wb.group_chunks,
+                 sp + at, offp == nullptr ? nullptr : offp + at, gs, xsp + m0 * gs, tmp);
+  };
+  if (rows == 1 && parts == 1 && useQuads(kp * 2, true)) {
+    const auto quad = [&](int64_t b, float* tmp) {
+      const int64_t at = b * kPackRows * gs;
+      kern->block16(wb.w + b * block_bytes, xp, wb.chunks, wb.group_chunks, sp + at,
+                    offp == nullptr ? nullptr : offp + at, gs, xsp, tmp);
+    };
+    runQuads(block, quad, n, out);
+  } else {
+    runBlocks(block, rows, n, out);
+  }
+}
+
+// torch's fp32 matmul precision for oneDNN matmuls (torch.set_float32_matmul_precision, or
+// torch.backends.mkldnn.matmul.fp32_precision), as the bf16 parts fp32 x may be split into for
+// the AVX512_BF16 int4 kernel: 0 at "highest" / "ieee" (fp32 products), 2 at "high" / "tf32"
+// (x = hi + lo, the ~16-bit split torch documents for "high", finer than tf32's 11 bits), 1 at
+// "medium" / "bf16". Two parts of a row of kp values take 4 * kp bytes, as fp32 x does; past half
+// the L1 they lose to the fp32 kernel (W4A16 M = 1, N = 4096, K = 11008, 48 KiB L1: 0.544 ms
+// against 0.498 on the 2-core Zen 5 VM), which "high" allows, so that row stays fp32.
+int fp32MatmulBf16Parts(int64_t kp) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
+  switch (at::globalContext().float32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL)) {
+    case at::Float32Precision::TF32:
+      return 4 * kp <= cpu::l1DataCacheBytes() / 2 ? 2 : 0;
+    case at::Float32Precision::BF16:
+      return 1;
+    default:
+      return 0;
+  }
+#else
+  return 0;  // older torch: its per-backend precision API differs; stay exact
+#endif
+}
+
 template <int Bits>
 at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed, const at::Tensor& scales,
                                const c10::optional<at::Tensor>& zero_points, const c10::optional<at::Tensor>& bias) {
@@ -158,6 +218,11 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
   const int64_t chunks = kp / chunk;
   const int64_t group_chunks = g.groups == 1 ? chunks : g.group_size / chunk;
 
+  // bf16 parts of x for the AVX512_BF16 int4 kernel: bf16 x is one; fp32 x is split as torch's
+  // fp32 matmul precision allows (none at the default "highest").
+  const int bf16_parts = input.scalar_type() == at::kBFloat16 ? 1
+                         : input.scalar_type() == at::kFloat  ? fp32MatmulBf16Parts(kp)
+                                                              : 0;
   const auto dequant = Bits == 4 ? cpu::linearKernels().w4_dequant : cpu::linearKernels().w8_dequant;
   const auto* w8p = reinterpret_cast<const int8_t*>(wp);
   if (m >= kGemmRows && input.scalar_type() == at::kBFloat16 && cpu::nativeBf16Gemm()) {
@@ -197,34 +262,18 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
         out.slice(1, n0, n1).copy_(at::mm(xp, tile.slice(0, 0, n1 - n0).t()));
       }
     });
-  } else if (Bits == 4 && input.scalar_type() == at::kBFloat16 && cpu::linearW4Bf16Kernel() != nullptr) {
-    // bf16 x meets bf16-decoded nibbles in vdpbf16ps; the kernel subtracts the decode's offset
-    // and the zero points per group.
+  } else if (Bits == 4 && bf16_parts > 0 && cpu::linearW4Bf16Kernel() != nullptr) {
     const auto* kern = cpu::linearW4Bf16Kernel();
-    at::Tensor xperm = at::empty_like(xpad);
-    at::Tensor xsum = at::empty({m, g.groups}, out.options());
-    auto* xp = reinterpret_cast<uint16_t*>(xperm.data_ptr());
-    kern->prepare_x(reinterpret_cast<const uint16_t*>(xpad.const_data_ptr()), m, kp, group_chunks, xp,
-                    xsum.data_ptr<float>());
-    const at::Tensor offsets = zp.defined() ? (zp + 136.0) * 0.25 : at::Tensor();
-    const float* sp = s.const_data_ptr<float>();
-    const float* offp = offsets.defined() ? offsets.const_data_ptr<float>() : nullptr;
-    const float* xsp = xsum.const_data_ptr<float>();
-    const int64_t block_bytes = kPackRows * kp / 2, gs = g.groups;
-    const auto block = [&](int64_t b, int64_t m0, int64_t mx, float* tmp) {
-      const int64_t at = b * kPackRows * gs;
-      kern->block4(w8p + b * block_bytes, xp + m0 * kp, kp, mx, chunks, group_chunks, sp + at,
-                   offp == nullptr ? nullptr : offp + at, gs, xsp + m0 * gs, tmp);
-    };
-    if (m == 1 && useQuads(kp * 2, true)) {
-      const auto quad = [&](int64_t b, float* tmp) {
-        const int64_t at = b * kPackRows * gs;
-        kern->block16(w8p + b * block_bytes, xp, chunks, group_chunks, sp + at, offp == nullptr ? nullptr : offp + at,
-                      gs, xsp, tmp);
-      };
-      runQuads(block, quad, n, out.data_ptr<float>());
+    const W4Blocks wb{w8p, kp, chunks, group_chunks, g.groups, s, zp};
+    if (input.scalar_type() == at::kBFloat16) {
+      w4Bf16Rows(kern, wb, xpad, m, 1, n, out.data_ptr<float>());
     } else {
-      runBlocks(block, m, n, out.data_ptr<float>());
+      // fp32 x under torch's "high" (or "medium") fp32 matmul precision: x = hi + lo (or hi) in
+      // bf16; the kernel decodes each weight chunk once for both parts and sums them in its
+      // accumulators.
+      at::Tensor xs = at::empty({m, kp * bf16_parts}, input.options().dtype(at::kBFloat16));
+      kern->split_x(xpad.const_data_ptr<float>(), m, kp, bf16_parts, reinterpret_cast<uint16_t*>(xs.data_ptr()));
+      w4Bf16Rows(kern, wb, xs, m, bf16_parts, n, out.data_ptr<float>());
     }
   } else {
     const at::Tensor xp = xpad.to(at::kFloat);

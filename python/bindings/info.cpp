@@ -36,6 +36,11 @@ void bindInfo(pybind11::module_& m) {
     for (const auto* k : cpu::availableLinearKernels()) out.emplace_back(k->name);
     return out;
   });
+  m.def("w4_bf16_cpu_kernel", [] { return cpu::linearW4Bf16Kernel() != nullptr; },
+        "Whether linear_w4a16 runs bf16 x (and fp32 x under torch's \"high\" or \"medium\" fp32 matmul "
+        "precision) on the AVX512_BF16 kernel; PT2Q_CPU_ISA caps it.");
+  m.def("l1_data_cache_bytes", &cpu::l1DataCacheBytes,
+        "The L1 data cache size the CPU kernels size their choices by (sysconf; 32 KiB if unknown).");
   m.def("protobuf_version", &protobufVersion);
   m.def("format_version", [] { return kFormatVersion; });
   m.def("encode_file_header", [](const std::string& producer, const std::string& kind) {

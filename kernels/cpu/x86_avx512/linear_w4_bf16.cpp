@@ -10,6 +10,13 @@
 // +17 of the chunk. x is therefore permuted once per call, per 32-value chunk, into [even k < 16,
 // odd k < 16, even k >= 16, odd k >= 16], each 8 words broadcast to the 4 rows from memory; fp32
 // lane i then accumulates row i/4.
+//
+// fp32 x runs here too when torch's fp32 matmul precision allows ("high": x = hi + lo, two bf16
+// parts; "medium": hi alone). The two parts of a chunk sit side by side in x and share the
+// chunk's decode, so the split costs 4 more vdpbf16ps and broadcasts a chunk, not a second pass:
+// one thread, weights in L2/L3, group 128: ~2.1 ns a chunk against the vpermps fp32 kernel's
+// ~2.4 and one part's ~1.6 (without groups two parts take ~1.45 ns; each group's epilogue costs
+// them more than it costs one part, and no reordering of it that I tried helped).
 #include <immintrin.h>
 
 #include "kernels/cpu/linear_microkernels.h"
@@ -41,29 +48,38 @@ inline __m512bh xq(const uint16_t* p) {
   return (__m512bh)_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-template <int MX>
+inline __m512 sum4(const __m512 (&a)[4]) { return _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])); }
+
+// MX rows of x, each of PARTS bf16 parts interleaved by chunk (x row m's part j of chunk c at
+// x + m * x_stride + (c * PARTS + j) * 32): a decoded chunk serves every part, and each group's
+// offset correction runs once a row.
+template <int MX, int PARTS>
 void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks, int64_t group_chunks,
             const float* scales, const float* offsets, int64_t s_stride, const float* xsum,
             float* out) {
-  // One chunk unrolled per accumulator set: 4 (or 8 for one x row) independent vdpbf16ps chains
-  // cover its latency.
-  constexpr int kUnroll = MX == 1 ? 2 : 1;
+  // One chunk unrolled per accumulator set: 4 a part and row (8 for one row of one part)
+  // independent vdpbf16ps chains cover its latency.
+  constexpr int kRows = MX * PARTS;
+  constexpr int kUnroll = kRows == 1 ? 2 : 1;
   const __m512i nib = _mm512_set1_epi16(0x000F), base = _mm512_set1_epi16(0x4300);
   const __m512 quarter_offset = _mm512_set1_ps(136.0f / 4);
   __m512 tot[MX];
   for (auto& t : tot) t = _mm512_setzero_ps();
-  auto step = [&](int64_t c, __m512(&acc)[MX][4]) {
+  auto step = [&](int64_t c, __m512(&acc)[kRows][4]) {
     _mm_prefetch(reinterpret_cast<const char*>(w + (c + kPrefetchChunks) * kChunkBytes), _MM_HINT_T0);
     const __m512i b = _mm512_loadu_si512(w + c * kChunkBytes);
     const __m512bh wv[4] = {decodeNibbles(b, 0, nib, base), decodeNibbles(b, 1, nib, base),
                             decodeNibbles(b, 2, nib, base), decodeNibbles(b, 3, nib, base)};
     for (int m = 0; m < MX; ++m) {
-      const uint16_t* xc = x + m * x_stride + c * 32;
-      for (int h = 0; h < 4; ++h) acc[m][h] = _mm512_dpbf16_ps(acc[m][h], wv[h], xq(xc + 8 * h));
+      for (int j = 0; j < PARTS; ++j) {
+        const uint16_t* xc = x + m * x_stride + (c * PARTS + j) * 32;
+        __m512(&a)[4] = acc[m * PARTS + j];
+        for (int h = 0; h < 4; ++h) a[h] = _mm512_dpbf16_ps(a[h], wv[h], xq(xc + 8 * h));
+      }
     }
   };
   for (int64_t c0 = 0, g = 0; c0 < chunks; c0 += group_chunks, ++g) {
-    __m512 acc[kUnroll][MX][4];
+    __m512 acc[kUnroll][kRows][4];
     for (auto& u : acc) {
       for (auto& a : u) a[0] = a[1] = a[2] = a[3] = _mm512_setzero_ps();
     }
@@ -77,11 +93,8 @@ void block4(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t chunks
     // Each of a row's 4 lanes takes a quarter of its (136 + zp) * sum(x) correction.
     const __m512 q = offsets == nullptr ? quarter_offset : row_lanes::perRow(offsets + g, s_stride);
     for (int m = 0; m < MX; ++m) {
-      __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][m][0], acc[0][m][1]), _mm512_add_ps(acc[0][m][2], acc[0][m][3]));
-      for (int u = 1; u < kUnroll; ++u) {
-        a = _mm512_add_ps(a, _mm512_add_ps(_mm512_add_ps(acc[u][m][0], acc[u][m][1]),
-                                           _mm512_add_ps(acc[u][m][2], acc[u][m][3])));
-      }
+      __m512 a = sum4(acc[0][m * PARTS]);
+      for (int i = 1; i < kUnroll * PARTS; ++i) a = _mm512_add_ps(a, sum4(acc[i / PARTS][m * PARTS + i % PARTS]));
       a = _mm512_fnmadd_ps(_mm512_set1_ps(xsum[m * s_stride + g]), q, a);
       tot[m] = _mm512_fmadd_ps(a, s, tot[m]);
     }
@@ -133,13 +146,15 @@ void block16(const int8_t* w, const uint16_t* x, int64_t chunks, int64_t group_c
   row_lanes::storeRowSums<kBlocks>(tot, out);  // block j's rows land where x row j's would
 }
 
-void block4Rows(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int64_t chunks,
+void block4Rows(const int8_t* w, const uint16_t* x, int64_t x_stride, int64_t x_rows, int parts, int64_t chunks,
                 int64_t group_chunks, const float* scales, const float* offsets, int64_t s_stride, const float* xsum,
                 float* out) {
   if (x_rows == 2) {
-    block4<2>(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum, out);
+    (parts == 2 ? block4<2, 2> : block4<2, 1>)(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum,
+                                               out);
   } else {
-    block4<1>(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum, out);
+    (parts == 2 ? block4<1, 2> : block4<1, 1>)(w, x, x_stride, chunks, group_chunks, scales, offsets, s_stride, xsum,
+                                               out);
   }
 }
 
@@ -163,10 +178,28 @@ void prepareX(const uint16_t* x, int64_t rows, int64_t kp, int64_t group_chunks,
   }
 }
 
+// Row m of fp32 x as `parts` bf16 parts interleaved by 32-value chunk (part j of chunk c at
+// out[m * kp * parts + (c * parts + j) * 32]): part 0 is x rounded to nearest even and part 1 the
+// rest of x (exact in fp32) rounded likewise, so hi + lo holds x to 2^-17 of |x|.
+// `vcvtneps2bf16` reads denormals as zero, as `vdpbf16ps` does.
+void splitX(const float* x, int64_t rows, int64_t kp, int parts, uint16_t* out) {
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < kp; c += 16) {
+      __m512 v = _mm512_loadu_ps(x + m * kp + c);
+      uint16_t* o = out + m * kp * parts + (c / 32 * parts) * 32 + c % 32;
+      for (int j = 0; j < parts; ++j) {
+        const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + j * 32), h);
+        v = _mm512_sub_ps(v, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const LinearW4Bf16Kernels* linearW4Bf16Avx512() {
-  static const LinearW4Bf16Kernels table{&prepareX, &block4Rows, &block16};
+  static const LinearW4Bf16Kernels table{&prepareX, &block4Rows, &block16, &splitX};
   return &table;
 }
 
