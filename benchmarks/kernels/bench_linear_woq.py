@@ -107,7 +107,25 @@ def cases(scheme, shapes, rows, dtypes):
                 if not slow_aten_path(dt, m):
                     out.append(Case(group, aten, lambda x=x, f=aten_fn: f(x), q_bytes))
                 out.append(Case(group, ours, lambda x=x, f=ours_fn: f(x), q_bytes))
+                if scheme.bits == 4 and dt == torch.float32 and m < 64:
+                    for prec in FP32_PRECISIONS:
+                        out.append(Case(group, f"{ours}, precision {prec}",
+                                        lambda x=x, f=ours_fn, p=prec: at_precision(p, f, x), q_bytes))
     return out
+
+
+# W4A16 with fp32 x also runs under torch's reduced fp32 matmul precisions, which let the
+# AVX512_BF16 kernel split x into bf16 parts (kernels/README.md); each call sets and restores the
+# setting (two Python calls, ~1 us, counted in its time).
+FP32_PRECISIONS = ("high", "medium")
+
+
+def at_precision(prec, f, x):
+    torch.set_float32_matmul_precision(prec)
+    try:
+        return f(x)
+    finally:
+        torch.set_float32_matmul_precision("highest")
 
 
 def linear_bench_main(doc, build_cases):
