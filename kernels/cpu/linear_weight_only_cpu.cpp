@@ -140,9 +140,9 @@ struct W4Blocks {
 };
 
 // `rows` rows of x, each `parts` bf16 parts interleaved by 32-value chunk (xb [rows, kp * parts],
-// zero-padded, as split_x writes them; the parts of a row add up to it), through the AVX512_BF16 int4 kernels into out [rows, n] fp32: bf16-decoded
-// nibbles meet x in vdpbf16ps; the kernel subtracts the decode's offset and the zero points per
-// group.
+// zero-padded, as split_x writes them; the parts of a row add up to it), through the AVX512_BF16
+// int4 kernels into out [rows, n] fp32: bf16-decoded nibbles meet x in vdpbf16ps; the kernel
+// subtracts the decode's offset and the zero points per group.
 void w4Bf16Rows(const cpu::LinearW4Bf16Kernels* kern, const W4Blocks& wb, const at::Tensor& xb, int64_t rows,
                 int parts, int64_t n, float* out) {
   const int64_t kp = wb.kp, gs = wb.groups;
