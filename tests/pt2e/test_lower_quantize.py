@@ -11,7 +11,7 @@ from torch import nn
 
 import pt2q
 from tests.pt2e.models import calibration_batches, make
-from tests.pt2e.test_lower_static import _targets, _x86, _xnnpack
+from tests.pt2e.test_lower_static import _targets, _x86, _xnnpack, x86_flow
 
 P = torch.ops.pt2q
 QD = torch.ops.quantized_decomposed
@@ -100,12 +100,7 @@ class UnloweredUint8(nn.Module):
 
 
 def test_uint8_quantizes_stay():
-    torch.manual_seed(0)
-    model, x = UnloweredUint8().eval(), torch.randn(2, 6, 8, 8)
-    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _x86())
-    for _ in range(3):
-        p(torch.randn(2, 6, 8, 8))
-    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    qdq, low, x = x86_flow(UnloweredUint8(), (2, 6, 8, 8))
     targets = _targets(low)
     assert torch.ops.aten.conv2d.default in targets  # the grouped conv
     uint8 = [n for n in low.graph.nodes if n.target == QD.quantize_per_tensor.default]

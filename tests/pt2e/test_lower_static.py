@@ -143,12 +143,7 @@ class Branchy(nn.Module):
 
 
 def test_uint8_quantize_shared_with_an_unlowered_op_moves_to_int8_whole():
-    torch.manual_seed(0)
-    model, x = Branchy().eval(), torch.randn(2, 3, 8, 8)
-    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), _x86())
-    for _ in range(3):
-        p(torch.randn(2, 3, 8, 8))
-    qdq, low = pt2q.convert_pt2e(p), pt2q.convert_pt2e(p, lower_to_native=True)
+    qdq, low, x = x86_flow(Branchy(), (2, 3, 8, 8))
     assert _targets(low).count(P.conv2d_q8.default) >= 1
     for n in low.graph.nodes:  # every quantize and its dequantizes agree on the dtype
         if n.target == QD.quantize_per_tensor.default:
