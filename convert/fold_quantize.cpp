@@ -1,7 +1,9 @@
 // fold-quantize: quantize ops on constants (weights) computed once at convert time and stored
 // as int8 constants _frozen_param{i} (torchao's constant_fold(_quant_node_constraint)); pure ops
 // between the weight and the quantize (t, permute, ...) fold with it, dequantize never does, and
-// constants unrelated to quantization stay as they are.
+// constants unrelated to quantization stay as they are. A buffer the graph writes (export's
+// `aten.copy_(buffer, new_value)` for a mutated buffer) is state, not a constant: what reads it
+// stays in the graph (torchao's constant folding leaves mutable buffers alone too).
 //
 // Before:
 //   %w = get_attr "linear.weight"
@@ -19,6 +21,7 @@
 
 #include "convert/observers_to_qdq.h"
 #include "convert/qdq_ops.h"
+#include "graph/aliasing.h"
 #include "graph/interpreter.h"
 #include "graph/pass.h"
 
@@ -26,13 +29,14 @@ namespace pt2q {
 namespace {
 
 
-// Constant: a tensor constant, or a pure operator call (or getitem) on constants only, with at
+// Constant: a tensor constant the graph does not write, or a pure operator call (or getitem) on constants only, with at
 // least one node input (constructors are not folded: inductor's skip_constructors).
 std::set<const Node*> constantNodes(const Graph& g) {
+  const std::set<std::string> mutated = mutatedConstants(g);
   std::set<const Node*> constant;
   for (Node* n : g.nodes()) {
     if (n->kind() == NodeKind::kGetAttr) {
-      if (g.constants().count(n->target())) constant.insert(n);
+      if (g.constants().count(n->target()) && !mutated.count(n->target())) constant.insert(n);
       continue;
     }
     if (n->kind() != NodeKind::kCallFunction) continue;

@@ -42,6 +42,7 @@
 
 #include "convert/native_lowering.h"
 #include "convert/qdq_ops.h"
+#include "graph/aliasing.h"
 #include "graph/pass.h"
 
 namespace pt2q {
@@ -197,7 +198,8 @@ struct Site {
 const at::Tensor* constantOf(const Graph& g, const Argument& a) {
   if (!a.isNode() || a.node()->kind() != NodeKind::kGetAttr) return nullptr;
   auto it = g.constants().find(a.node()->target());
-  return it == g.constants().end() ? nullptr : &it->second;
+  // A buffer the graph writes changes between calls: packing it now would freeze it.
+  return it == g.constants().end() || isMutatedConstant(g, it->first) ? nullptr : &it->second;
 }
 
 at::Tensor packWeightConstant(const at::Tensor& w, int bits) {

@@ -12,7 +12,7 @@
 
 namespace pt2q {
 
-/// The constant a get_attr argument reads, or nullptr.
+/// The constant a get_attr argument reads, or nullptr (also for a buffer the graph writes).
 const at::Tensor* constantOf(const Graph& g, const Argument& a);
 
 /// pt2q::pack_weight_int{bits}(w) through the dispatcher.
