@@ -6,7 +6,6 @@
 // inside the running range, and the search in plain loops instead of Python over 0-d tensors.
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <c10/util/Logging.h>
 
 #include <algorithm>
 #include <cmath>
@@ -196,7 +195,7 @@ class HistogramObserver : public Observer {
                                 : at::aminmax(x);
     checkObservedRange(kind(), x_min, x_max, true);
     if (x_min.item<double>() == -INFINITY || x_max.item<double>() == INFINITY) {
-      LOG(WARNING) << "HistogramObserver: torch.inf detected in input tensor, ignoring those values";
+      TORCH_WARN("HistogramObserver: torch.inf detected in input tensor, ignoring those values");
       x = x.index({at::abs(x) != INFINITY});
       if (x.numel() == 0) return;
       std::tie(x_min, x_max) = at::aminmax(x);
@@ -250,7 +249,7 @@ class HistogramObserver : public Observer {
 
   QParams computeQParams() const override {
     if (min_val_.item<float>() == INFINITY && max_val_.item<float>() == -INFINITY) {
-      LOG(WARNING) << "HistogramObserver: calculate_qparams before any data; returning scale 1.0, zero point 0";
+      TORCH_WARN("HistogramObserver: calculate_qparams before any data; returning scale 1.0, zero point 0");
       return {at::ones({1}, at::kFloat), at::zeros({1}, at::kLong)};
     }
     const auto [new_min, new_max] = nonLinearParamSearch();

@@ -13,6 +13,7 @@
 #include "graph/pass.h"
 #include "graph/serialize.h"
 #include "graph/verifier.h"
+#include "python/bindings/py_warnings.h"
 
 namespace py = pybind11;
 
@@ -236,7 +237,7 @@ void bindGraph(py::module_& m) {
       .def("verify", [](const Graph& g) { verify(g); })
       .def("__str__", [](const Graph& g) { return printGraph(g); })
       .def("run_passes", [](Graph& g, const std::vector<std::string>& flags) {
-        const PassResult r = runPasses(g, flags);
+        const PassResult r = withPythonWarnings([&] { return runPasses(g, flags); });
         return py::make_tuple(r.changed, r.num_rewrites);
       });
 
@@ -259,11 +260,10 @@ void bindGraph(py::module_& m) {
             throw py::type_error("Interpreter.run takes tensors, ints, floats, bools and None");
           }
         }
-        c10::IValue out;
-        {
+        c10::IValue out = withPythonWarnings([&] {
           py::gil_scoped_release nogil;
-          out = interp.run(std::move(inputs));
-        }
+          return interp.run(std::move(inputs));
+        });
         return torch::jit::toPyObject(std::move(out));
       });
 

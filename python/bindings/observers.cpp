@@ -8,6 +8,7 @@
 #include "graph/ir_text.h"
 #include "observers/observer.h"
 #include "observers/state_file.h"
+#include "python/bindings/py_warnings.h"
 
 namespace py = pybind11;
 
@@ -55,9 +56,9 @@ void bindObservers(py::module_& m) {
            py::arg("ch_axis") = 0, py::arg("averaging_constant") = 0.01,
            py::arg("eps") = 1.1920928955078125e-07, py::arg("bins") = 2048, py::arg("scale") = 1.0,
            py::arg("zero_point") = 0)
-      .def("observe", &Observer::observe)
+      .def("observe", [](Observer& o, const at::Tensor& x) { withPythonWarnings([&] { o.observe(x); }); })
       .def("calculate_qparams", [](const Observer& o) {
-        const QParams q = o.computeQParams();
+        const QParams q = withPythonWarnings([&] { return o.computeQParams(); });
         return py::make_tuple(q.scale, q.zero_point);
       })
       .def("merge", &Observer::merge)
