@@ -11,9 +11,11 @@
 //   %y = aten.relu.default(%conv)
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <c10/util/Logging.h>
 
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "graph/pass.h"
 
@@ -50,7 +52,7 @@ Argument argOf(const Node* n, size_t i, const std::string& name) {
 
 struct Folder {
   Graph& g;
-  std::set<const Node*> folded_weights;
+  std::set<std::string> folded_weights;  // constant paths
 
   at::Tensor constantOf(const Argument& a, const Node* bn, const char* what) {
     if (a.isNone()) return at::Tensor();
@@ -77,8 +79,7 @@ struct Folder {
     const Argument b_arg = op->args().size() > 2 ? op->args()[2] : Argument();
     const at::Tensor w = constantOf(op->args()[1], bn, "conv/linear weight");
     const at::Tensor b = constantOf(b_arg, bn, "conv/linear bias");
-    const bool fake = folded_weights.count(w_node) > 0;
-    folded_weights.insert(w_node);
+    const bool fake = !folded_weights.insert(w_node->target()).second;
 
     at::Tensor fused_w = w, fused_b;
     const at::Tensor rm_like_zero = at::zeros_like(rm);
@@ -107,8 +108,9 @@ struct Folder {
     if (b_arg.isNode()) {
       g.constants()[b_arg.node()->target()] = fused_b.detach().requires_grad_(b.requires_grad());
     } else {
+      // A weight folded before already has its folded bias here (one BatchNorm for all its convs).
       const std::string path = w_node->target() + "_bias";
-      g.constants()[path] = fused_b.detach();
+      if (!fake) g.constants()[path] = fused_b.detach();
       args[2] = Argument(g.create(NodeKind::kGetAttr, path, {}, {}, g.uniqueName(w_node->name() + "_bias"), op));
     }
     op->setArgs(std::move(args), op->kwargs());
@@ -124,7 +126,62 @@ struct Folder {
     }
   }
 
+  // Why the convs (or linears) in `group`, which share one weight, cannot take their
+  // BatchNorms, or "" when they can. Folding rewrites the weight (and bias) constants and the op's
+  // value, so every other reader of those would change: torchao folds anyway, giving wrong
+  // prepared models (pytorch/ao's shared-weight test uses a BatchNorm with zero mean and shift,
+  // where a lost bias does not show).
+  std::string whyNotFoldable(const std::vector<std::pair<Node*, Node*>>& group) {
+    std::set<const Node*> ops;
+    for (const auto& [op, bn] : group) ops.insert(op);
+    auto usedOnlyBy = [&](const std::string& path, size_t index) -> std::string {
+      for (Node* n : g.nodes()) {
+        if (n->kind() != NodeKind::kGetAttr || n->target() != path) continue;
+        for (Node* u : n->users()) {
+          const bool ok = ops.count(u) && u->args().size() > index && u->args()[index].isNode() &&
+                          u->args()[index].node() == n;
+          if (!ok) return "\"" + path + "\" is also used by %" + u->name();
+        }
+      }
+      return "";
+    };
+    const auto& [op0, bn0] = group.front();
+    for (const auto& [op, bn] : group) {
+      for (Node* u : op->users()) {
+        if (u != bn) return "the output of %" + op->name() + " is also used by %" + u->name();
+      }
+    }
+    if (std::string why = usedOnlyBy(op0->args()[1].node()->target(), 1); !why.empty()) return why;
+    auto biasPath = [](const Node* op) -> std::string {
+      return op->args().size() > 2 && op->args()[2].isNode() ? op->args()[2].node()->target() : "";
+    };
+    for (const auto& [op, bn] : group) {
+      if (biasPath(op) != biasPath(op0)) {
+        return "%" + op0->name() + " and %" + op->name() + " share a weight but not a bias";
+      }
+    }
+    if (!biasPath(op0).empty()) {
+      if (std::string why = usedOnlyBy(biasPath(op0), 2); !why.empty()) return why;
+    }
+    const bool legit = bn0->target() == "aten._native_batch_norm_legit_no_training";
+    for (const auto& [op, bn] : group) {
+      bool same = bn->target() == bn0->target() && argOf(bn, legit ? 6 : 7, "eps") == argOf(bn0, legit ? 6 : 7, "eps");
+      const char* names[] = {"weight", "bias", "running_mean", "running_var"};
+      for (size_t i = 0; i < 4 && same; ++i) {
+        const at::Tensor a = constantOf(argOf(bn, i + 1, names[i]), bn, names[i]);
+        const at::Tensor b = constantOf(argOf(bn0, i + 1, names[i]), bn0, names[i]);
+        same = a.defined() == b.defined() && (!a.defined() || (a.sizes() == b.sizes() && at::equal(a, b)));
+      }
+      if (!same) {
+        return "%" + op0->name() + " and %" + op->name() + " share a weight but feed different BatchNorms (%" +
+               bn0->name() + ", %" + bn->name() + ")";
+      }
+    }
+    return "";
+  }
+
   void run(bool linear) {
+    std::vector<std::pair<Node*, Node*>> pairs;
     for (Node* bn : g.nodes()) {
       if (!isBatchNorm(bn) || bn->args().empty() || !bn->args()[0].isNode()) continue;
       Node* op = bn->args()[0].node();
@@ -134,13 +191,25 @@ struct Folder {
         // Linear acts on the last dim, BatchNorm on dim 1: the same only for 2-d input (pytorch/ao#4116).
         const NodeMeta& m = op->args()[0].node()->meta();
         if (m.types.size() == 1 && m.types[0].shape && m.types[0].shape->size() > 2) {
-          LOG(WARNING) << "fold-batch-norm: not folding %" << bn->name() << " into %" << op->name()
-                       << ": the linear input is " << m.types[0].shape->size()
-                       << "-d, so Linear and BatchNorm act on different dimensions";
+          TORCH_WARN("Not fusing linear+bn for node '", op->name(), "': the linear input is ",
+                     m.types[0].shape->size(), "-D so Linear and BatchNorm operate on different dimensions");
           continue;
         }
       }
-      fold(op, bn, linear);
+      pairs.emplace_back(op, bn);
+    }
+    // Ops sharing a weight fold together or not at all (the first folds, the rest reuse it).
+    std::map<std::string, std::vector<std::pair<Node*, Node*>>> by_weight;
+    for (const auto& p : pairs) by_weight[p.first->args()[1].node()->target()].push_back(p);
+    std::set<std::string> skipped;
+    for (const auto& [path, group] : by_weight) {
+      const std::string why = whyNotFoldable(group);
+      if (why.empty()) continue;
+      skipped.insert(path);
+      TORCH_WARN("fold-batch-norm: not folding the BatchNorm after %", group.front().first->name(), ": ", why);
+    }
+    for (const auto& [op, bn] : pairs) {
+      if (!skipped.count(op->args()[1].node()->target())) fold(op, bn, linear);
     }
   }
 };

@@ -6,6 +6,7 @@ The model is never changed in place: each entry point works on the pt2q IR of th
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import torch
@@ -151,9 +152,25 @@ def _prepare_graph(model: fx.GraphModule, quantizer) -> fx.GraphModule:
             if observed.get(node) not in seen:
                 seen.append(observed.get(node))
     prepared = _graph.to_fx(g)
+    _fake_values_for_new_constants(prepared)
     _remap_annotations(prepared)
     prepared.meta.update(original_meta)
     return disallow_eval_train(prepared)
+
+
+def _fake_values_for_new_constants(gm: fx.GraphModule) -> None:
+    """A constant prepare added (the conv bias a folded BatchNorm creates where the conv had
+    none) gets the meta["val"] torchao gives it, a fake tensor of the graph's fake mode, so that
+    every node of the prepared graph has its value's metadata, as torchao's do."""
+    fake_mode = next((v.fake_mode for n in gm.graph.nodes
+                      if isinstance(v := n.meta.get("val"), torch._subclasses.FakeTensor)), None)
+    if fake_mode is None:
+        return
+    for n in gm.graph.nodes:
+        if n.op == "get_attr" and "val" not in n.meta:
+            value = operator.attrgetter(n.target)(gm)
+            if isinstance(value, torch.Tensor):
+                n.meta["val"] = fake_mode.from_tensor(value, static_shapes=True)
 
 
 def _remap_annotations(gm: fx.GraphModule) -> None:

@@ -6,6 +6,7 @@ input, the result is also compared with torchao's."""
 
 import copy
 import io
+import operator
 import warnings
 
 import pytest
@@ -586,3 +587,41 @@ def test_convert_neither_runs_nor_folds_buffer_mutations():
     assert torch.equal(c.steps, steps + 1)
     mutations = [n for n in c.graph.nodes if n.target in (torch.ops.aten.add_.Tensor, torch.ops.aten.mul_.Tensor)]
     assert all(n.users for n in mutations if n.target == torch.ops.aten.mul_.Tensor)
+
+
+class ChunkedConvBn(nn.Module):
+    """torchao's test_chunked_bn_fusion model: one bias-free conv and BatchNorm applied to each
+    chunk of the input, so folding gives the conv a bias it did not have."""
+
+    def __init__(self, chunks=3, channels=8):
+        super().__init__()
+        self.chunks = chunks
+        self.conv = nn.Conv2d(1, channels, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(channels)
+        self.bn.running_var = torch.rand(channels) * 1e-2 + 1e-3
+        self.bn.running_mean = torch.randn(channels)
+
+    def forward(self, x):
+        return torch.cat([torch.relu(self.bn(self.conv(c))) for c in torch.chunk(x, self.chunks, dim=1)], dim=1)
+
+
+def test_folded_bn_bias_has_a_value_in_its_meta_as_torchaos():
+    torch.manual_seed(0)
+    model, x = ChunkedConvBn().eval(), torch.rand(1, 3, 16, 16)
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = ao.prepare_pt2e(export(copy.deepcopy(model), (x,)), AoAdapter(q))
+        b = pt2q.prepare_pt2e(export(copy.deepcopy(model), (x,)), q)
+    assert all(n.meta for n in b.graph.nodes)
+    # (pt2q's observer calls carry their input's value too, for torch 2.11's loops)
+    with_val = lambda gm: {n.name for n in gm.graph.nodes  # noqa: E731
+                           if "val" in n.meta and not n.name.startswith("activation_post_process_")}
+    assert with_val(a) == with_val(b)
+    biases = [n for n in b.graph.nodes if n.op == "get_attr" and n.target.endswith("_bias")]
+    assert biases
+    for n in biases:
+        va, vb = next(m for m in a.graph.nodes if m.name == n.name).meta["val"], n.meta["val"]
+        assert isinstance(vb, torch._subclasses.FakeTensor)
+        assert (vb.shape, vb.dtype) == (va.shape, va.dtype) == (operator.attrgetter(n.target)(b).shape, torch.float32)
+    torch.testing.assert_close(b(x), model(x), rtol=1e-4, atol=1e-4)
