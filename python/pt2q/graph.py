@@ -155,6 +155,10 @@ def from_fx(gm: fx.GraphModule) -> Graph:
         _set_meta(new, n)
         _keep_quantization_tag(new, n, py_values)
         fx_meta[n.name] = n.meta
+    if not any(n.op == "output" for n in gm.graph.nodes):
+        # FX runs a graph without an output node (e.g. one built by Graph.graph_copy, which does
+        # not copy it) as returning None; the IR says so.
+        g.set_output(None)
     _keep_calling_convention(gm, g)
     g.verify()
     g._opaque = opaque

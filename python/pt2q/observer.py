@@ -8,7 +8,9 @@ back into it from a state dict. Qparams are bit-identical to torch.ao's.
 
 from __future__ import annotations
 
+import abc
 import functools
+import sys
 import warnings
 from typing import Any
 
@@ -392,3 +394,24 @@ default_fixed_qparams_range_0to1_observer = FixedQParamsObserver.with_args(
 from pt2q.observer_group_token import PerGroupMinMaxObserver, PerTokenDynamicObserver  # noqa: E402
 
 __all__ += ["PerGroupMinMaxObserver", "PerTokenDynamicObserver"]
+
+# torch.ao's and torchao's ObserverBase are ABCs; pt2q's observers register as virtual
+# subclasses of them, so that `isinstance(obs, ObserverBase)` in code written for torchao (its
+# tests, its own helpers such as _is_activation_post_process) holds for pt2q's observers too.
+# Only modules already imported are touched: pt2q imports neither torch.ao.quantization
+# (deprecated) nor torchao.
+_FOREIGN_OBSERVER_MODULES = ("torch.ao.quantization.observer", "torchao.quantization.pt2e.observer")
+_registered_with: set = set()
+
+
+def register_with_foreign_bases() -> None:
+    """Registers pt2q's ObserverBase with the foreign observer bases imported so far (called at
+    import and by prepare_pt2e; idempotent)."""
+    for name in _FOREIGN_OBSERVER_MODULES:
+        base = getattr(sys.modules.get(name), "ObserverBase", None)
+        if name not in _registered_with and isinstance(base, abc.ABCMeta):
+            base.register(ObserverBase)
+            _registered_with.add(name)
+
+
+register_with_foreign_bases()

@@ -14,6 +14,7 @@ from torch import fx
 
 from pt2q import _annotations as _ann
 from pt2q import graph as _graph
+from pt2q import observer as _obs
 from pt2q._C import prepare as _cprep
 from pt2q.export_utils import disallow_eval_train
 
@@ -115,6 +116,7 @@ def prepare_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
 
 
 def _prepare_graph(model: fx.GraphModule, quantizer) -> fx.GraphModule:
+    _obs.register_with_foreign_bases()
     original_meta = dict(model.meta)
     gm = _copy_through_ir(model, ["fold-batch-norm"])
     gm = quantizer.transform_for_annotation(gm)

@@ -134,3 +134,20 @@ def test_errors_name_the_node():
 
 def test_package_exports_the_bridge():
     assert pt2q.graph.from_fx is from_fx and pt2q.graph.to_fx is to_fx
+
+
+def test_graph_without_output_node_returns_none_as_in_fx():
+    """Graph.graph_copy does not copy the output node; FX runs such a graph as returning None,
+    and so does its IR (torchao's test_transform_for_annotation builds one)."""
+    gm, (x,) = exported("mlp")
+    g = fx.Graph()
+    g.graph_copy(gm.graph, {})
+    assert not any(n.op == "output" for n in g.nodes)
+    headless = fx.GraphModule(gm, g)
+    assert headless(x) is None
+    ir = from_fx(headless)
+    assert ir.find_node("output") is not None
+    back = to_fx(ir)
+    assert back(x) is None
+    assert [n.target for n in back.graph.nodes if n.op == "call_function"] == \
+        [n.target for n in g.nodes if n.op == "call_function"]

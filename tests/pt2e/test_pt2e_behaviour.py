@@ -625,3 +625,68 @@ def test_folded_bn_bias_has_a_value_in_its_meta_as_torchaos():
         assert isinstance(vb, torch._subclasses.FakeTensor)
         assert (vb.shape, vb.dtype) == (va.shape, va.dtype) == (operator.attrgetter(n.target)(b).shape, torch.float32)
     torch.testing.assert_close(b(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_observers_are_instances_of_torchao_and_torch_ao_observer_base():
+    """Code written for torchao checks `isinstance(obs, ObserverBase)` (torchao's own x86 and
+    scan / while_loop tests do): pt2q's observers register with both ABCs."""
+    import torch.ao.quantization.observer as tao_obs
+    from torchao.quantization.pt2e import ObserverBase as AoObserverBase
+
+    m = pt2q.prepare_pt2e(export(Conv(), (torch.randn(1, 3, 5, 5),)),
+                          XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True)))
+    found = compare.observers(m).values()
+    assert {type(o).__name__ for o in found} == {"HistogramObserver", "PerChannelMinMaxObserver"}
+    assert all(isinstance(o, AoObserverBase) and isinstance(o, tao_obs.ObserverBase) for o in found)
+    assert not isinstance(torch.nn.ReLU(), AoObserverBase)
+
+
+def test_observer_base_imported_after_pt2q_is_registered_at_prepare(monkeypatch):
+    import abc
+    import sys
+    import types
+
+    late = types.ModuleType("late_observer_library")
+
+    class LateObserverBase(abc.ABC):
+        pass
+
+    late.ObserverBase = LateObserverBase
+    monkeypatch.setitem(sys.modules, "late_observer_library", late)
+    monkeypatch.setattr(obs, "_FOREIGN_OBSERVER_MODULES", obs._FOREIGN_OBSERVER_MODULES + ("late_observer_library",))
+    m = pt2q.prepare_pt2e(export(Conv(), (torch.randn(1, 3, 5, 5),)), XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config()))
+    assert all(isinstance(o, LateObserverBase) for o in compare.observers(m).values())
+
+
+class CopyingQuantizer(Quantizer):
+    """torchao's test_transform_for_annotation: transform_for_annotation returns a new module
+    whose graph came from Graph.graph_copy (no output node) with add turned into mul, so
+    prepare must use the returned module, whatever its graph lacks."""
+
+    def transform_for_annotation(self, model):
+        graph = torch.fx.Graph()
+        graph.graph_copy(model.graph, {})
+        for n in graph.nodes:
+            if n.target == torch.ops.aten.add.Tensor:
+                n.target = torch.ops.aten.mul.Tensor
+        return torch.fx.GraphModule(model, graph)
+
+    def annotate(self, model):
+        return model
+
+    def validate(self, model):
+        pass
+
+
+def test_transform_for_annotation_result_is_what_gets_prepared():
+    class AddThree(nn.Module):
+        def forward(self, x):
+            return x + 3
+
+    x = torch.randn(1, 2, 3, 3)
+    a = ao.prepare_pt2e(export(AddThree(), (x,)), CopyingQuantizer())
+    b = pt2q.prepare_pt2e(export(AddThree(), (x,)), CopyingQuantizer())
+    for m in (a, b):
+        assert (count(m, torch.ops.aten.add.Tensor), count(m, torch.ops.aten.mul.Tensor)) == (0, 1)
+        assert m(x) is None
