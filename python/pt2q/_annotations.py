@@ -18,8 +18,10 @@ _SHARING_ATTRS = ("dtype", "is_dynamic", "quant_min", "quant_max", "qscheme", "c
                   "elem_format", "block_size", "axis", "rounding", "scale_mode", "flush_fp32_subnorms", "seed")
 
 
-class AnnotationError(ValueError):
-    """An annotation that prepare_pt2e cannot use; the message names the node."""
+class AnnotationError(ValueError, AssertionError):
+    """An annotation that prepare_pt2e cannot use; the message names the node. Also an
+    AssertionError, which is what torchao raises for these (a tensor keyword argument, a node of
+    another graph, unresolvable sharing), so code that catches torchao's error catches pt2q's."""
 
 
 def _kind(spec) -> str:
