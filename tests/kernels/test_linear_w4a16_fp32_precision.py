@@ -40,9 +40,13 @@ def parts(x, name):
 
 
 # x = 1 + 2^-8 + 2^-17: hi = 1 + 2^-7, lo = -2^-8, so "high" drops 2^-17 and "medium" adds
-# 2^-8 - 2^-17. With codes 7, scale 1 and K <= 1024 every product and partial sum of the kernel
-# (the decode's offset and its correction included) is a multiple of 2^-8 below 2^16: exact in
-# fp32. Rows of HIGH_MAX_K and one chunk more straddle where "high" stops splitting.
+# 2^-8 - 2^-17 a value. x holds it at 8 positions spread over the row (the first and last chunk
+# among them) and zeros elsewhere: with codes 7 (15 after a kernel's +8 offset), scale 1, every
+# product is a multiple of 2^-17 and every partial sum of any kernel stays below 2^7 (8 x 15.1),
+# so each path's sums are exact in fp32 at any K and each result is its exact value: the parts'
+# for the split, x's own for fp32 products (dense rows of this x would round: past K ~ 60 the
+# fp32 sums' rounding outgrows the split's 2^-17, so neither path could be told by its error).
+# Rows of HIGH_MAX_K and one chunk more straddle where "high" stops splitting.
 X_ADV = 1 + 2.0 ** -8 + 2.0 ** -17
 
 
@@ -52,25 +56,21 @@ def test_exact_parts(precision, m, k, groups):
     n = 6
     w = torch.full((n, k), 7, dtype=torch.int8)
     s = torch.ones(n) if groups == 0 else torch.ones(n, groups)
-    x = torch.full((m, k), X_ADV)
-    x[1::2] = -X_ADV  # rows of either sign
+    x = torch.zeros(m, k)
+    x[:, torch.linspace(0, k - 1, 8).round().long()] = X_ADV
+    x[1::2] = -x[1::2]  # rows of either sign
     packed = P.pack_weight_int4(w)
     exact = x.double() @ (w.double()).t()
+    split = parts(x, "high") @ w.double().t()
+    assert not torch.equal(split, exact) and not torch.equal(parts(x, "medium") @ w.double().t(), split)
     for name in ("high", "medium", "highest"):
         precision(name)
         got = P.linear_w4a16(x, packed, s).double()
         if HAS_KERNEL and (name == "medium" or (name == "high" and k <= HIGH_MAX_K)):
             want = parts(x, name) @ w.double().t()
-            if k <= 1024:
-                assert torch.equal(got, want), (name, got[0, 0].item(), want[0, 0].item())
-            else:  # sums past 2^16 round; still far nearer the parts' result than the exact one
-                assert bool(((got - want).abs() * 4 < (want - exact).abs()).all()), name
         else:
-            # fp32 products: sums of 7 * x within fp32's rounding, nearer the exact result than
-            # the nearest the parts come (high's 2^-17 a value).
-            assert torch.allclose(got, exact, rtol=k * EPS32, atol=0)
-            split = parts(x, "high") @ w.double().t()
-            assert bool(((got - exact).abs() * 4 < (split - exact).abs()).all()), name
+            want = exact  # fp32 products
+        assert torch.equal(got, want), (name, got[0, 0].item(), want[0, 0].item())
 
 
 def make(n, k, groups, zp, m, seed):
