@@ -306,9 +306,13 @@ at::Tensor linearWeightOnlyCpu(const at::Tensor& input, const at::Tensor& packed
     // and for the table-decoded nibbles).
     const double offset = Bits == 4 && w4f32 == nullptr ? 8.0 : 0.0;
     if (zp.defined() || offset != 0.0) {
-      const at::Tensor shift = zp.defined() ? zp + offset : at::full_like(s, offset);
       const at::Tensor xsum = xp.slice(1, 0, k).reshape({m, g.groups, g.group_size}).sum(-1);  // [m, groups]
-      out.sub_(at::mm(xsum, (s * shift).slice(0, 0, n).t()));
+      // Without zero points the shift is the offset alone: offset * (xsum @ s^T), which is
+      // xsum @ (s * offset)^T (a power of two) up to the GEMM's summation order, without two
+      // [n, groups] temporaries a call (about a tenth of W4A16's M = 1 time at 4096 x 4096 on
+      // AVX2, where the offset is 8: 1.5 MB of fresh pages written and read).
+      const at::Tensor shifted = zp.defined() ? s * (zp + offset) : s;
+      out.sub_(at::mm(xsum, shifted.slice(0, 0, n).t()), zp.defined() ? 1.0 : offset);
     }
   }
   if (bias.has_value()) out.add_(bias->to(at::kFloat));
