@@ -198,18 +198,25 @@ struct Folder {
       }
       pairs.emplace_back(op, bn);
     }
-    // Ops sharing a weight fold together or not at all (the first folds, the rest reuse it).
+    // Ops sharing a weight fold together or not at all (the first folds, the rest reuse it). The
+    // pairs are all found before any fold, so a second BatchNorm after a folded one is not
+    // folded into the already folded weight as a repeat of the first (torchao drops it so).
+    // A weight that is not a constant keeps a group of its own (fold names it in its error).
+    auto weightKey = [](const Node* op) {
+      const Node* w = op->args()[1].node();
+      return w->kind() == NodeKind::kGetAttr ? "attr " + w->target() : "node " + w->name();
+    };
     std::map<std::string, std::vector<std::pair<Node*, Node*>>> by_weight;
-    for (const auto& p : pairs) by_weight[p.first->args()[1].node()->target()].push_back(p);
+    for (const auto& p : pairs) by_weight[weightKey(p.first)].push_back(p);
     std::set<std::string> skipped;
-    for (const auto& [path, group] : by_weight) {
+    for (const auto& [key, group] : by_weight) {
       const std::string why = whyNotFoldable(group);
       if (why.empty()) continue;
-      skipped.insert(path);
+      skipped.insert(key);
       TORCH_WARN("fold-batch-norm: not folding the BatchNorm after %", group.front().first->name(), ": ", why);
     }
     for (const auto& [op, bn] : pairs) {
-      if (!skipped.count(op->args()[1].node()->target())) fold(op, bn, linear);
+      if (!skipped.count(weightKey(op))) fold(op, bn, linear);
     }
   }
 };

@@ -74,6 +74,20 @@ class OutputUsedTwice(nn.Module):
         return self.bn(y) + y
 
 
+class TwoInARow(nn.Module):
+    """conv -> BatchNorm -> BatchNorm: the first folds; the second, whose input is the folded conv
+    only after that fold, stays (torchao folds it into the conv as a repeat of the first, which
+    drops it: off by 3.75 here)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.b1, self.b2 = batch_norm(8), batch_norm(8)
+
+    def forward(self, x):
+        return self.b2(self.b1(self.conv(x)))
+
+
 class Plain(nn.Module):
     def __init__(self):
         super().__init__()
@@ -89,6 +103,7 @@ CASES = {
     "chunked_no_bias": (lambda: Chunked(False), 3, 0, None),
     "chunked_bias": (lambda: Chunked(True), 3, 0, None),
     "plain": (Plain, 1, 0, None),
+    "two_in_a_row": (TwoInARow, 1, 1, None),
     "two_batch_norms": (TwoBatchNorms, 2, 2, "%conv2d and %conv2d_1 share a weight but feed different BatchNorms"),
     "one_use_without": (OneUseWithout, 2, 1, '"conv.weight" is also used by %conv2d_1'),
     "output_used_twice": (OutputUsedTwice, 1, 1, "the output of %conv2d is also used by %add"),
