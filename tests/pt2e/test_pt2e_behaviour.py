@@ -589,25 +589,13 @@ def test_convert_neither_runs_nor_folds_buffer_mutations():
     assert all(n.users for n in mutations if n.target == torch.ops.aten.mul_.Tensor)
 
 
-class ChunkedConvBn(nn.Module):
-    """torchao's test_chunked_bn_fusion model: one bias-free conv and BatchNorm applied to each
-    chunk of the input, so folding gives the conv a bias it did not have."""
-
-    def __init__(self, chunks=3, channels=8):
-        super().__init__()
-        self.chunks = chunks
-        self.conv = nn.Conv2d(1, channels, 3, padding=1, bias=False)
-        self.bn = nn.BatchNorm2d(channels)
-        self.bn.running_var = torch.rand(channels) * 1e-2 + 1e-3
-        self.bn.running_mean = torch.randn(channels)
-
-    def forward(self, x):
-        return torch.cat([torch.relu(self.bn(self.conv(c))) for c in torch.chunk(x, self.chunks, dim=1)], dim=1)
-
-
 def test_folded_bn_bias_has_a_value_in_its_meta_as_torchaos():
+    """torchao's test_chunked_bn_fusion: one bias-free conv and BatchNorm on each chunk, so folding
+    gives the conv a bias it did not have."""
+    from tests.pt2e.test_fold_batch_norm import Chunked
+
     torch.manual_seed(0)
-    model, x = ChunkedConvBn().eval(), torch.rand(1, 3, 16, 16)
+    model, x = Chunked(bias=False).eval(), torch.rand(1, 3, 16, 16)
     q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
