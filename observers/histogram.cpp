@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #endif
 
+#include "observers/histogram_combine.h"
 #include "observers/histogram_count.h"
 #include "observers/observer.h"
 
@@ -168,7 +169,7 @@ class HistogramObserver : public Observer {
     if (x_orig.numel() == 0) return;
     at::Tensor x = x_orig.detach();
     const bool fast = x.scalar_type() == at::kFloat && x.device().is_cpu() && x.numel() < kExactCountLimit;
-    const float cur_min = min_val_.item<float>(), cur_max = max_val_.item<float>();
+    const float cur_min = scalarOf(min_val_), cur_max = scalarOf(max_val_);
     std::optional<CountStats> found;  // the batch's extremes, when the pass below saw all of it
     if (fast && cur_min < cur_max) {
       // A batch inside the running range leaves min/max alone: count it against that range and
@@ -176,12 +177,15 @@ class HistogramObserver : public Observer {
       // The counting stops at the first value outside the range (it would be thrown away), the
       // min / max go on to the end and spare the widening batch its aminmax pass.
       x = x.contiguous();
-      std::vector<uint32_t> counts(static_cast<size_t>(bins_), 0);
+      counts_.assign(static_cast<size_t>(bins_), 0);
       CountStats st;
-      histcCount(x.data_ptr<float>(), x.numel(), cur_min, cur_max, bins_, counts, &st, /*stop_outside=*/true);
+      histcCount(x.data_ptr<float>(), x.numel(), cur_min, cur_max, bins_, counts_, &st, /*stop_outside=*/true);
       TORCH_CHECK(!st.has_nan, kind(), ": the observed tensor holds NaN; calibration data must be finite");
-      if (!st.outside && st.min >= cur_min && st.max <= cur_max) {
-        histogram_ = histogram_ + countsTensor(counts);
+      if (!st.outside) {
+        // In place, as torch.ao updates its buffer; each bin is one fp32 add of an exact count,
+        // as histogram + torch.histc(...) gives.
+        float* h = histogram_.data_ptr<float>();
+        for (int64_t b = 0; b < bins_; ++b) h[b] += static_cast<float>(counts_[static_cast<size_t>(b)]);
         return;
       }
       found = st;
@@ -206,20 +210,22 @@ class HistogramObserver : public Observer {
     };
     if (cur_min == INFINITY || cur_max == -INFINITY) {
       checkSpan(x_min, x_max);
-      min_val_ = x_min.to(at::kFloat).reshape({});
-      max_val_ = x_max.to(at::kFloat).reshape({});
-      histogram_ = histc(x, x_min.item<double>(), x_max.item<double>()).to(at::kFloat);
+      // The statistics change in place, as torch.ao's buffers do: a reference to them (the Python
+      // module's buffers) stays current.
+      histogram_.copy_(histc(x, x_min.item<double>(), x_max.item<double>()));
+      min_val_.copy_(x_min.reshape({}));
+      max_val_.copy_(x_max.reshape({}));
       return;
     }
     const at::Tensor new_min = at::minimum(min_val_, x_min), new_max = at::maximum(max_val_, x_max);
     checkSpan(new_min, new_max);
     const at::Tensor update = histc(x, new_min.item<double>(), new_max.item<double>());
     if (new_min.item<float>() == cur_min && new_max.item<float>() == cur_max) {
-      histogram_ = histogram_ + update;
+      histogram_.add_(update);
     } else {
-      histogram_ = combine(histogram_, min_val_, max_val_, update, new_min, new_max);
-      min_val_ = new_min.to(at::kFloat);
-      max_val_ = new_max.to(at::kFloat);
+      histogram_.copy_(combine(histogram_, min_val_, max_val_, update, new_min, new_max));
+      min_val_.copy_(new_min);
+      max_val_.copy_(new_max);
     }
   }
 
@@ -302,68 +308,20 @@ class HistogramObserver : public Observer {
       const at::Tensor bin_value = at::sum(orig);
       return at::histc(orig_min, bins_, lo, hi) * bin_value + update;
     }
-    // _upscale_histogram: each source bin split into 16 equal parts, each part's midpoint binned
-    // into the new range (bucketize, right=True) and its weight added in element order
-    // (bincount). The two linspaces stay ATen's: its vectorized steps are what define the points.
+    // _upscale_histogram (observers/histogram_combine.h): each source bin split into 16 equal
+    // parts, each part's midpoint bucketed into the new range and its weight added in element
+    // order, with ATen's linspace points.
     const int64_t n = bins_ * kUpsampleRate;
     const float orig_span_part = ((orig_max - orig_min) / n).item<float>();
     const float half_part = 0.5f * orig_span_part;
-    const at::Tensor mids = at::linspace(orig_min.item<double>(), orig_max.item<double>(), n + 1, at::kFloat);
-    const at::Tensor edges_t = at::linspace(lo, hi, bins_ + 1, at::kFloat);
-    const float* mid = mids.data_ptr<float>();
-    const float* edges = edges_t.data_ptr<float>();
-    const float* src = orig.data_ptr<float>();
-    at::Tensor out = update.to(at::kFloat).clone();
+    std::vector<float> mids(static_cast<size_t>(n + 1)), edges(static_cast<size_t>(bins_ + 1));
+    linspaceLikeATen(orig_min.item<double>(), orig_max.item<double>(), n + 1, mids.data());
+    linspaceLikeATen(lo, hi, bins_ + 1, edges.data());
     std::vector<float> moved(static_cast<size_t>(bins_), 0.0f);
-    const int64_t n_edges = bins_ + 1;
-    // Sorted edges (always, in practice) let a moving cursor replace the binary search; both
-    // give the index of the first edge above the value.
-    const bool sorted = std::is_sorted(edges, edges + n_edges);
-    int64_t cursor = 0;
-    auto bucket = [&](int64_t j) {
-      const float v = mid[j] + half_part;
-      int64_t pos;
-      if (sorted) {
-        while (cursor < n_edges && !(edges[cursor] > v)) ++cursor;
-        while (cursor > 0 && edges[cursor - 1] > v) --cursor;
-        pos = cursor;
-      } else {
-        int64_t b = 0, e = n_edges;
-        while (b < e) {
-          const int64_t m = b + ((e - b) >> 1);
-          if (!(edges[m] > v)) b = m + 1; else e = m;
-        }
-        pos = b;
-      }
-      return std::min(std::max(pos - 1, int64_t{0}), bins_ - 1);
-    };
-    // bincount adds the weights one by one in element order. The 16 parts of a source bin carry
-    // the same weight and mostly land in one target bin; a run of k such adds is done at once
-    // when every partial sum is exact in fp32 (then the sequential fp32 sums are those exact
-    // values), which is the usual case and removes a 4-cycle dependency per part.
-    for (int64_t src_bin = 0; src_bin < bins_; ++src_bin) {
-      const float w = src[src_bin] / static_cast<float>(kUpsampleRate);
-      int64_t j = src_bin * kUpsampleRate;
-      const int64_t end = j + kUpsampleRate;
-      while (j < end) {
-        const int64_t pos = bucket(j);
-        int64_t k = 1;
-        while (j + k < end && bucket(j + k) == pos) ++k;
-        float& acc = moved[static_cast<size_t>(pos)];
-        bool exact = k > 1;
-        const double base = acc, wd = w;
-        for (int64_t i = 1; exact && i <= k; ++i) {
-          const double v = base + static_cast<double>(i) * wd;
-          exact = static_cast<double>(static_cast<float>(v)) == v;
-        }
-        if (exact) {
-          acc = static_cast<float>(base + static_cast<double>(k) * wd);
-        } else {
-          for (int64_t i = 0; i < k; ++i) acc += w;
-        }
-        j += k;
-      }
-    }
+    const at::Tensor src = orig.to(at::kFloat).contiguous();
+    upsampleHistogram(src.data_ptr<float>(), bins_, kUpsampleRate, mids.data(), half_part, edges.data(),
+                      moved.data());
+    at::Tensor out = update.to(at::kFloat).clone();
     float* o = out.data_ptr<float>();
     for (int64_t b = 0; b < bins_; ++b) o[b] = o[b] + moved[static_cast<size_t>(b)];
     return out;
@@ -458,9 +416,17 @@ class HistogramObserver : public Observer {
     return up ? ups : downs;
   }
 
+  // The value of a 0-d fp32 statistic without a dispatcher call (min_val_ / max_val_ are always
+  // this observer's own 0-d fp32 CPU tensors).
+  static float scalarOf(const at::Tensor& t) {
+    TORCH_INTERNAL_ASSERT(t.numel() == 1 && t.scalar_type() == at::kFloat && t.device().is_cpu());
+    return *t.data_ptr<float>();
+  }
+
   int64_t bins_;
   double dst_nbins_;
-  at::Tensor histogram_;
+  at::Tensor histogram_;  // 1-d fp32, contiguous, owned (setState clones)
+  std::vector<uint32_t> counts_;  // scratch for the counting pass, kept between calls
 };
 
 }  // namespace

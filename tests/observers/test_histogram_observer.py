@@ -169,6 +169,39 @@ def test_a_batch_that_widens_mid_pass(four_threads, where):
     assert_qparams(ref, mine)
 
 
+@pytest.mark.parametrize("bins", [2048, 256, 100])
+def test_many_small_widenings(bins):
+    # The calibration stream bench_flow times: randn scaled by 1.00-1.30, so every few batches
+    # widen the range by a few per cent and the running histogram (fractions of 1/16 after the
+    # first carry, and counts past 2^24 / 16 in the middle bins) is carried again and again.
+    g = torch.Generator().manual_seed(bins)
+    ref, mine = pair(bins=bins)
+    for i in range(40):
+        x = torch.randn(8, 4096, generator=g) * (1 + 0.05 * (i % 7)) * (1 + 0.002 * i)
+        ref(x)
+        mine.observe(x)
+        assert_state(ref, mine)
+    assert_qparams(ref, mine)
+
+
+def test_buffers_change_in_place_like_torch_ao():
+    # torch.ao updates min_val / max_val / histogram in place, so a reference taken before
+    # calibration stays current; the first batch, one inside the range, a widening one.
+    from pt2q.observer import HistogramObserver
+
+    ref = tao.HistogramObserver(dtype=torch.qint8)
+    mine = HistogramObserver(dtype=torch.qint8)
+    held = {name: getattr(mine, name) for name in ("histogram", "min_val", "max_val")}
+    held_ref = {name: getattr(ref, name) for name in ("histogram", "min_val", "max_val")}
+    g = torch.Generator().manual_seed(4)
+    for x in (torch.randn(5000, generator=g), torch.randn(300, generator=g) * 0.5, torch.randn(5000, generator=g) * 3):
+        ref(x)
+        mine(x)
+        for name in held:
+            same(held_ref[name], getattr(ref, name))  # torch.ao's own behaviour
+            same(held[name], getattr(ref, name))
+
+
 @pytest.mark.parametrize("zero", ["min", "max"])
 def test_a_zero_extreme_of_either_sign_in_a_widening_batch(four_threads, zero):
     # ReLU outputs hold 0.0 and can hold -0.0; a widening batch whose min (or max) is zero keeps
