@@ -9,7 +9,7 @@ namespace pt2q {
 
 /// What one pass over the data found besides the counts.
 struct CountStats {
-  float min = 0.0f;  // of the finite and infinite values; meaningless when has_nan
+  float min = 0.0f;  // of the finite and infinite values; meaningless when has_nan (see stop_outside)
   float max = 0.0f;
   bool has_nan = false;
   bool outside = false;  // with stop_outside: some value lay outside [lo, hi] and counts are partial
@@ -19,9 +19,11 @@ struct CountStats {
 /// both finite), binned as torch.histc does on CPU: bin = trunc((x - lo) * bins / (hi - lo)) in
 /// fp32, the value hi in the last bin, values outside [lo, hi] and NaN skipped. Runs on
 /// at::parallel_for; stats (optional) receives the min, max and NaN presence of all of x.
-/// stop_outside (with stats): a value outside [lo, hi] stops the counting, not the min / max, and
-/// sets stats->outside; counts are then partial. A batch that widens the observed range is counted
-/// again over the new range anyway, so the counting done before it is found is wasted.
+/// stop_outside (with stats): a value outside [lo, hi] (or NaN) stops the counting and sets
+/// stats->outside; counts are then partial, and stats gets the min, max and NaN presence of all of
+/// x from a separate pass. A batch that widens the observed range is counted again over the new
+/// range anyway, so the counting done before it is found is wasted. When no value lies outside,
+/// stats->min and max are only the bounds lo and hi.
 void histcCount(const float* x, int64_t n, float lo, float hi, int64_t bins, std::vector<uint32_t>& counts,
                 CountStats* stats, bool stop_outside = false);
 
