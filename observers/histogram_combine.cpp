@@ -70,6 +70,20 @@ __attribute__((target("avx2,fma"))) void fillFusedAvx2(const LinspaceParams& p, 
 }
 
 const bool kHaveFma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+
+__attribute__((target("avx2"))) inline int inRange8(__m256 v, __m256 lo, __m256 hi) {
+  return _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(v, lo, _CMP_GE_OQ), _mm256_cmp_ps(v, hi, _CMP_LT_OQ)));
+}
+
+// How many of the 16 points m[i] + half lie in [e0, e1) and how many in [e1, e2).
+__attribute__((target("avx2,popcnt"))) inline void countRuns16(const float* m, float half, float e0, float e1, float e2,
+                                                        int64_t& k0, int64_t& k1) {
+  const __m256 h = _mm256_set1_ps(half), v0 = _mm256_set1_ps(e0), v1 = _mm256_set1_ps(e1), v2 = _mm256_set1_ps(e2);
+  const __m256 a = _mm256_add_ps(_mm256_loadu_ps(m), h), b = _mm256_add_ps(_mm256_loadu_ps(m + 8), h);
+  k0 = __builtin_popcount(static_cast<unsigned>(inRange8(a, v0, v1) | (inRange8(b, v0, v1) << 8)));
+  k1 = __builtin_popcount(static_cast<unsigned>(inRange8(a, v1, v2) | (inRange8(b, v1, v2) << 8)));
+}
 #endif
 
 void fillFused(const LinspaceParams& p, float* out) {
@@ -117,6 +131,14 @@ int lowBitExponent(float f) {
   return (exp == 0 ? 1 : exp) - 150 + __builtin_ctz(sig);
 }
 
+// 2^e for -1022 <= e <= 1023, from its bits (std::ldexp is a libm call: 7 % of a carry).
+inline double pow2(int e) {
+  const uint64_t bits = static_cast<uint64_t>(1023 + e) << 52;
+  double v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
 // acc += w, k times, in fp32 (acc >= 0 and finite, w > 0 and finite). When every partial sum is
 // a multiple of a common power of two 2^g below 2^(g + 24) it is exact in fp32, so the k rounded
 // adds give acc + k * w exactly; otherwise they run one by one.
@@ -128,12 +150,100 @@ inline void addRun(float& acc, float w, int64_t k) {
   }
   const double total = static_cast<double>(acc) + static_cast<double>(k) * static_cast<double>(w);
   const int g = acc == 0.0f ? lowBitExponent(w) : std::min(lowBitExponent(acc), lowBitExponent(w));
-  if (total < std::ldexp(1.0, std::min(g + 24, 127))) {
+  if (total < pow2(std::min(g + 24, 127))) {
     acc = static_cast<float>(total);
     return;
   }
+  // A carried histogram's sums have long fractions, so the above rarely holds after a few carries.
+  // While the sums stay in acc's binade [2^e, 2^(e+1)) every add rounds w to the same multiple d of
+  // acc's ulp (unless w is exactly half-way between two, where the rounding depends on the
+  // sum's last bit), so the k adds give acc + k * d.
+  uint32_t bits;
+  std::memcpy(&bits, &acc, sizeof bits);
+  const int exp = static_cast<int>((bits >> 23) & 0xFF);
+  if (exp != 0) {
+    const double ulp = pow2(exp - 150);
+    const double r = static_cast<double>(w) / ulp, whole = std::floor(r);
+    if (r - whole != 0.5) {
+      const double d = (r - whole < 0.5 ? whole : whole + 1.0) * ulp;
+      const double sum = static_cast<double>(acc) + static_cast<double>(k) * d;
+      if (sum < pow2(exp - 126)) {
+        acc = static_cast<float>(sum);
+        return;
+      }
+    }
+  }
   for (int64_t i = 0; i < k; ++i) acc += w;
 }
+
+// torch.bucketize(v, edges, right=True) - 1, clamped into [0, bins): the first edge above v, by
+// binary search (sorted or not, as the one-by-one path always did).
+int64_t bucketOf(const float* edges, int64_t bins, float v) {
+  int64_t b = 0, e = bins + 1;
+  while (b < e) {
+    const int64_t m = b + ((e - b) >> 1);
+    if (!(edges[m] > v)) b = m + 1; else e = m;
+  }
+  return std::min(std::max(b - 1, int64_t{0}), bins - 1);
+}
+
+template <bool kAvx2>
+__attribute__((always_inline)) inline void upsampleBins(const float* src, int64_t bins, int64_t rate, const float* mids,
+                                                        float half_part, const float* edges, bool sorted,
+                                                        float* moved) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float rate_f = static_cast<float>(rate);
+  // Dividing by a power of two and multiplying by its reciprocal round the same real value.
+  const bool pow2_rate = (rate & (rate - 1)) == 0;
+  const float inv_rate = 1.0f / rate_f;
+  int64_t cursor = 0;  // the target bin of the last source bin's first point
+  for (int64_t b = 0; b < bins; ++b) {
+    const float w = pow2_rate ? src[b] * inv_rate : src[b] / rate_f;
+    // Adding zero changes no sum: they start at +0 and never become -0.
+    if (w == 0.0f) continue;
+    const float* m = mids + b * rate;
+    // The target range is at least as wide as the source, so a bin's points land in at most two
+    // neighbouring targets; then the adds into each are one run of equal weights.
+    if (sorted && w > 0.0f && w < inf) {
+      const float v0 = m[0] + half_part;
+      // Consecutive source bins' first points are at most one target bin apart; anything else
+      // (the first bin, a range that grew on the low side) searches.
+      int64_t p = cursor + (cursor + 1 <= bins && edges[cursor + 1] <= v0 ? 1 : 0);
+      if (!(p + 1 <= bins && edges[p] <= v0 && v0 < edges[p + 1])) p = bucketOf(edges, bins, v0);
+      cursor = p;
+      if (p + 2 <= bins) {
+        const float e0 = edges[p], e1 = edges[p + 1], e2 = edges[p + 2];
+        int64_t k0 = 0, k1 = 0;
+#ifdef PT2Q_COMBINE_AVX2
+        if constexpr (kAvx2) {
+          countRuns16(m, half_part, e0, e1, e2, k0, k1);
+        } else
+#endif
+        {
+          for (int64_t i = 0; i < rate; ++i) {
+            const float v = m[i] + half_part;
+            k0 += (v >= e0) & (v < e1);
+            k1 += (v >= e1) & (v < e2);
+          }
+        }
+        if (k0 + k1 == rate && moved[p] >= 0.0f && moved[p] < inf && moved[p + 1] >= 0.0f && moved[p + 1] < inf) {
+          addRun(moved[p], w, k0);
+          addRun(moved[p + 1], w, k1);
+          continue;
+        }
+      }
+    }
+    for (int64_t i = 0; i < rate; ++i) moved[bucketOf(edges, bins, m[i] + half_part)] += w;
+  }
+}
+
+#ifdef PT2Q_COMBINE_AVX2
+__attribute__((target("avx2,popcnt"))) void upsampleAvx2(const float* src, int64_t bins, const float* mids,
+                                                         float half_part, const float* edges, bool sorted,
+                                                         float* moved) {
+  upsampleBins<true>(src, bins, 16, mids, half_part, edges, sorted, moved);
+}
+#endif
 
 }  // namespace
 
@@ -157,54 +267,14 @@ void linspaceLikeATen(double start, double end, int64_t steps, float* out) {
 
 void upsampleHistogram(const float* src, int64_t bins, int64_t rate, const float* mids, float half_part,
                        const float* edges, float* moved) {
-  const int64_t n_edges = bins + 1;
-  // Sorted edges (always, in practice) let a moving cursor replace the binary search; both give
-  // the index of the first edge above the value.
-  const bool sorted = std::is_sorted(edges, edges + n_edges);
-  int64_t cursor = 0;
-  auto bucket = [&](float v) {
-    int64_t pos;
-    if (sorted) {
-      while (cursor < n_edges && !(edges[cursor] > v)) ++cursor;
-      while (cursor > 0 && edges[cursor - 1] > v) --cursor;
-      pos = cursor;
-    } else {
-      int64_t b = 0, e = n_edges;
-      while (b < e) {
-        const int64_t m = b + ((e - b) >> 1);
-        if (!(edges[m] > v)) b = m + 1; else e = m;
-      }
-      pos = b;
-    }
-    return std::min(std::max(pos - 1, int64_t{0}), bins - 1);
-  };
-  const float inf = std::numeric_limits<float>::infinity();
-  for (int64_t b = 0; b < bins; ++b) {
-    const float w = src[b] / static_cast<float>(rate);
-    const float* m = mids + b * rate;
-    // Adding zero changes no sum: they start at +0 and never become -0.
-    if (w == 0.0f) continue;
-    // The target range is at least as wide as the source, so a bin's points land in at most two
-    // neighbouring targets; then the adds into each are one run of equal weights.
-    if (sorted && w > 0.0f && w < inf) {
-      const int64_t p = bucket(m[0] + half_part);
-      if (p + 2 <= bins) {
-        const float e0 = edges[p], e1 = edges[p + 1], e2 = edges[p + 2];
-        int64_t k0 = 0, k1 = 0;
-        for (int64_t i = 0; i < rate; ++i) {
-          const float v = m[i] + half_part;
-          k0 += (v >= e0) & (v < e1);
-          k1 += (v >= e1) & (v < e2);
-        }
-        if (k0 + k1 == rate && moved[p] >= 0.0f && moved[p] < inf && moved[p + 1] >= 0.0f && moved[p + 1] < inf) {
-          addRun(moved[p], w, k0);
-          addRun(moved[p + 1], w, k1);
-          continue;
-        }
-      }
-    }
-    for (int64_t i = 0; i < rate; ++i) moved[bucket(m[i] + half_part)] += w;
+  const bool sorted = std::is_sorted(edges, edges + bins + 1);
+#ifdef PT2Q_COMBINE_AVX2
+  if (kHaveAvx2 && rate == 16) {
+    upsampleAvx2(src, bins, mids, half_part, edges, sorted, moved);
+    return;
   }
+#endif
+  upsampleBins<false>(src, bins, rate, mids, half_part, edges, sorted, moved);
 }
 
 }  // namespace pt2q
