@@ -208,7 +208,36 @@ def _remap_annotations(gm: fx.GraphModule) -> None:
 def prepare_qat_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
     """Quantization-aware training is not in pt2q yet."""
     raise NotImplementedError("prepare_qat_pt2e: quantization-aware training is not supported by pt2q yet; use "
-                              "prepare_pt2e (post-training quantization) or torchao's prepare_qat_pt2e")
+                              "prepare_pt2e (post-training quantization), or torchao's prepare_qat_pt2e and "
+                              "torchao's convert_pt2e")
+
+
+# BatchNorm ops whose sixth argument is `training`
+_BATCH_NORMS = ("aten.batch_norm.default", "aten._native_batch_norm_legit.default", "aten.cudnn_batch_norm.default")
+
+
+def _fake_quantize_class(module) -> bool:
+    return any(c.__name__ == "FakeQuantizeBase" for c in type(module).__mro__)
+
+
+def _check_not_qat_conv_bn(model: fx.GraphModule) -> None:
+    """torchao's prepare_qat_pt2e leaves each conv + BatchNorm as a conv on a scaled weight
+    followed by a BatchNorm in training mode, and its convert_pt2e folds that BatchNorm back into
+    the conv (_fold_conv_bn_qat). pt2q's convert does not, and the converted model would keep
+    normalizing with batch statistics: refuse instead of converting it wrongly."""
+    if not any(_fake_quantize_class(m) for m in model.modules()):
+        return
+    for node in model.graph.nodes:
+        if node.op != "call_function" or str(node.target) not in _BATCH_NORMS:
+            continue
+        training = node.args[5] if len(node.args) > 5 else node.kwargs.get("training", False)
+        if training is True:
+            raise NotImplementedError(
+                f"convert_pt2e: %{node.name} is a BatchNorm in training mode in a model with fake-quantize "
+                "modules, which is how torchao's prepare_qat_pt2e leaves a conv + BatchNorm; pt2q's convert does "
+                "not fold it back into the conv (torchao's _fold_conv_bn_qat) yet, so the converted model would "
+                "normalize with batch statistics. Convert this model with torchao's convert_pt2e. The model is "
+                "unchanged.")
 
 
 def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = False,
@@ -228,6 +257,7 @@ def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = Fal
         raise ValueError("lower_to_native=True needs fold_quantize=True (the weights are packed from their "
                          "folded int8 codes) and use_reference_representation=False")
     _check_exported(model, "convert_pt2e")
+    _check_not_qat_conv_bn(model)
     with warnings.catch_warnings():
         converted = convert(model, use_reference_representation, fold_quantize, lower_to_native)
     for path, loop in _loop_bodies(converted).items():  # each prepared body is converted as a model of its own
