@@ -212,32 +212,46 @@ def prepare_qat_pt2e(model: fx.GraphModule, quantizer) -> fx.GraphModule:
                               "torchao's convert_pt2e")
 
 
-# BatchNorm ops whose sixth argument is `training`
-_BATCH_NORMS = ("aten.batch_norm.default", "aten._native_batch_norm_legit.default", "aten.cudnn_batch_norm.default")
+_BATCH_NORMS = ("aten.batch_norm.default", "aten._native_batch_norm_legit.default",
+                "aten._native_batch_norm_legit_no_training.default", "aten.cudnn_batch_norm.default")
+_CONVS = ("aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default", "aten.convolution.default")
 
 
 def _fake_quantize_class(module) -> bool:
     return any(c.__name__ == "FakeQuantizeBase" for c in type(module).__mro__)
 
 
+def _conv_above(node: fx.Node, hops: int = 4):
+    """The conv that feeds `node` through its first inputs within a few hops (QAT's conv-BN
+    pattern puts a division by the BN scale and the bias add in between), or None."""
+    for _ in range(hops):
+        if not node.args or not isinstance(node.args[0], fx.Node):
+            return None
+        node = node.args[0]
+        if node.op == "call_function" and str(node.target) in _CONVS:
+            return node
+    return None
+
+
 def _check_not_qat_conv_bn(model: fx.GraphModule) -> None:
-    """torchao's prepare_qat_pt2e leaves each conv + BatchNorm as a conv on a scaled weight
-    followed by a BatchNorm in training mode, and its convert_pt2e folds that BatchNorm back into
-    the conv (_fold_conv_bn_qat). pt2q's convert does not, and the converted model would keep
-    normalizing with batch statistics: refuse instead of converting it wrongly."""
+    """torchao's prepare_qat_pt2e leaves each conv + BatchNorm as a conv on a scaled weight, a
+    division back and a BatchNorm, and its convert_pt2e folds that BatchNorm into the conv
+    (_fold_conv_bn_qat), in training or eval mode. pt2q's convert does not: in training mode the
+    result would normalize with batch statistics, in eval mode it keeps float ops between the
+    quantized conv and its output that torchao's graph does not have. Refuse instead."""
     if not any(_fake_quantize_class(m) for m in model.modules()):
         return
     for node in model.graph.nodes:
         if node.op != "call_function" or str(node.target) not in _BATCH_NORMS:
             continue
-        training = node.args[5] if len(node.args) > 5 else node.kwargs.get("training", False)
-        if training is True:
+        conv = _conv_above(node)
+        if conv is not None:
             raise NotImplementedError(
-                f"convert_pt2e: %{node.name} is a BatchNorm in training mode in a model with fake-quantize "
-                "modules, which is how torchao's prepare_qat_pt2e leaves a conv + BatchNorm; pt2q's convert does "
-                "not fold it back into the conv (torchao's _fold_conv_bn_qat) yet, so the converted model would "
-                "normalize with batch statistics. Convert this model with torchao's convert_pt2e. The model is "
-                "unchanged.")
+                f"convert_pt2e: BatchNorm %{node.name} after conv %{conv.name} in a model with fake-quantize "
+                "modules is how torchao's prepare_qat_pt2e leaves a conv + BatchNorm; pt2q's convert does not fold "
+                "it into the conv (torchao's _fold_conv_bn_qat) yet, so its graph would not be torchao's (and in "
+                "training mode would normalize with batch statistics). Convert this model with torchao's "
+                "convert_pt2e. The model is unchanged.")
 
 
 def convert_pt2e(model: fx.GraphModule, use_reference_representation: bool = False,
