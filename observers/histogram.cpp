@@ -172,10 +172,10 @@ class HistogramObserver : public Observer {
     const float cur_min = scalarOf(min_val_), cur_max = scalarOf(max_val_);
     std::optional<CountStats> found;  // the batch's extremes, when the pass below saw all of it
     if (fast && cur_min < cur_max) {
-      // A batch inside the running range leaves min/max alone: count it against that range and
-      // learn its extremes in the same pass; only a batch that widens the range needs a second.
-      // The counting stops at the first value outside the range (it would be thrown away), the
-      // min / max go on to the end and spare the widening batch its aminmax pass.
+      // A batch inside the running range leaves min/max alone: count it against that range in one
+      // pass. The counting stops at the first value outside the range (those counts would be
+      // thrown away); histcCount then finds the batch's min / max in a pass of its own, which
+      // spares the widening batch its aminmax pass.
       x = x.contiguous();
       counts_.assign(static_cast<size_t>(bins_), 0);
       CountStats st;
