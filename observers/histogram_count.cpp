@@ -170,6 +170,29 @@ const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
 
 }  // namespace
 
+CountStats minMaxOf(const float* x, int64_t n) {
+  std::vector<ThreadPart> parts(static_cast<size_t>(at::get_num_threads()));
+  at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    ThreadPart& part = parts[static_cast<size_t>(at::get_thread_num())];
+#ifdef PT2Q_HISTC_AVX2
+    if (kHaveAvx2) {
+      minMaxRangeAvx2(x, begin, end, part);
+      return;
+    }
+#endif
+    minMaxRange(x, begin, end, part);
+  });
+  CountStats total;
+  total.min = std::numeric_limits<float>::infinity();
+  total.max = -std::numeric_limits<float>::infinity();
+  for (const ThreadPart& part : parts) {
+    total.min = std::min(total.min, part.min);
+    total.max = std::max(total.max, part.max);
+    total.has_nan |= part.has_nan;
+  }
+  return total;
+}
+
 void histcCount(const float* x, int64_t n, float lo, float hi, int64_t bins, std::vector<uint32_t>& counts,
                 CountStats* stats, bool stop_outside) {
   const int threads = at::get_num_threads();
@@ -208,22 +231,10 @@ void histcCount(const float* x, int64_t n, float lo, float hi, int64_t bins, std
   total.outside = stop_flag.load();
   if (stop != nullptr) {
     if (total.outside) {
-      std::vector<ThreadPart> mm(static_cast<size_t>(threads));
-      at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-        ThreadPart& part = mm[static_cast<size_t>(at::get_thread_num())];
-#ifdef PT2Q_HISTC_AVX2
-        if (kHaveAvx2) {
-          minMaxRangeAvx2(x, begin, end, part);
-          return;
-        }
-#endif
-        minMaxRange(x, begin, end, part);
-      });
-      for (const ThreadPart& part : mm) {
-        total.min = std::min(total.min, part.min);
-        total.max = std::max(total.max, part.max);
-        total.has_nan |= part.has_nan;
-      }
+      const CountStats mm = minMaxOf(x, n);
+      total.min = std::min(total.min, mm.min);
+      total.max = std::max(total.max, mm.max);
+      total.has_nan |= mm.has_nan;
     } else {
       total.min = lo;  // bounds: every value lies in [lo, hi]
       total.max = hi;

@@ -15,6 +15,10 @@ struct CountStats {
   bool outside = false;  // with stop_outside: some value lay outside [lo, hi] and counts are partial
 };
 
+/// The min, max and NaN presence of x[0..n) (min / max over the non-NaN values), in one parallel
+/// pass; outside stays false.
+CountStats minMaxOf(const float* x, int64_t n);
+
 /// Adds to counts[0..bins) the number of x[i] in each of `bins` equal bins over [lo, hi] (lo < hi,
 /// both finite), binned as torch.histc does on CPU: bin = trunc((x - lo) * bins / (hi - lo)) in
 /// fp32, the value hi in the last bin, values outside [lo, hi] and NaN skipped. Runs on
