@@ -212,7 +212,7 @@ void histcCount(const float* x, int64_t n, float lo, float hi, int64_t bins, std
   // them, and one that widens it gets them from a separate pass below (a tenth of a count).
   const bool count_stats = stats != nullptr && stop == nullptr;
   // The hardware prefetchers alone left a batch streamed from memory short: software prefetch
-  // 4 KiB ahead counted 6.4M elements 1.28-1.44x faster on a Zen 3 VM, but cache-resident batches
+  // 4 KiB ahead counted 6.4M elements 1.10-1.51x faster on a Zen 3 VM, but cache-resident batches
   // 2-10 % slower (tools/cpu/histc_ab.cpp; 3 MiB within 3 % either way), so it runs only from
   // 4 MiB on. A prefetch past the end does not fault.
   [[maybe_unused]] const bool streamed = n >= kStreamedElements;
