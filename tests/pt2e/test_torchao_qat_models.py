@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import pt2q
+from tests.graph.zoo import MLP  # linear -> relu -> linear, 16 -> 32 -> 8
 
 
 @pytest.fixture(scope="module")
@@ -28,16 +29,6 @@ class ConvBn(nn.Module):
 
     def forward(self, x):
         return torch.relu(self.bn(self.conv(x)))
-
-
-class Linear(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.l1 = nn.Linear(16, 32)
-        self.l2 = nn.Linear(32, 8)
-
-    def forward(self, x):
-        return self.l2(torch.relu(self.l1(x)))
 
 
 def qat_prepared(ao, model, x):
@@ -72,7 +63,7 @@ def test_conv_bn_trained_with_torchao_is_refused_and_left_unchanged(ao, to_eval)
 
 def test_qat_without_batch_norm_converts_as_torchao_does(ao):
     x = torch.randn(4, 16, generator=torch.Generator().manual_seed(2))
-    p = qat_prepared(ao, Linear(), x)
+    p = qat_prepared(ao, MLP(), x)
     theirs = ao[1].convert_pt2e(copy.deepcopy(p))
     mine = pt2q.convert_pt2e(p)
     for probe in (x, x * 3, -x):
