@@ -59,8 +59,10 @@ PassResult runPasses(Graph& graph, const std::vector<std::string>& flags, const 
                      const PassRegistry& registry = defaultPassRegistry());
 
 /// Erases nodes whose value is unused and that have no effect: operator calls whose schema
-/// writes nothing, getitem, and get_attr nodes. Other opaque calls and call_module nodes are
-/// kept (their effects are unknown), as are placeholders.
+/// writes nothing, or writes only into temporaries that nothing else reads (an in-place call on a
+/// fresh tensor whose only user it is, also through views and earlier in-place calls), getitem,
+/// and get_attr nodes. Other opaque calls and call_module nodes are kept (their effects are
+/// unknown), as are placeholders, and writes into graph inputs and constants.
 ///
 ///   Before:  %a = aten.relu(%x)        // no users
 ///            %b = aten.neg(%x)
