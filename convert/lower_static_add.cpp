@@ -3,7 +3,8 @@
 // pt2q.add_q8 on the input codes: bit for bit the chain's codes (the op repeats torch's fp32
 // steps), the relu folded into the clamp's lower end (relu(y) quantizes to max(code(y),
 // zero_point)). Matched when the add has exactly two node operands, no alpha, and feeds only the
-// relu or the quantize; every qparam a literal, each input's codes int8 over [-128, 127] (or uint8
+// relu or the quantize (the in-place forms too, `out += identity` and nn.ReLU(inplace=True) as in
+// torchvision's ResNets, where the overwritten operand feeds nothing else: isPureAdd); every qparam a literal, each input's codes int8 over [-128, 127] (or uint8
 // over [0, 255], moved to int8 with their quantize's other dequantizes, as the static chains are).
 //
 // Before:
@@ -39,10 +40,7 @@ std::optional<AddSite> match(Node* qn) {
   const PerTensor* q = &closing->q;
   Node* y = closing->op;
   const bool relu = closing->relu;
-  if (y->target() != "aten.add.Tensor" || y->args().size() != 2 || !y->kwargs().empty() || y->users().size() != 1 ||
-      !y->args()[0].isNode() || !y->args()[1].isNode()) {
-    return std::nullopt;
-  }
+  if (!isPureAdd(y) || y->users().size() != 1) return std::nullopt;
   auto a = perTensor(y->args()[0].node(), kDequantizePerTensor);
   auto b = perTensor(y->args()[1].node(), kDequantizePerTensor);
   if (!a || !b || a->is_uint8 != q->is_uint8 || b->is_uint8 != q->is_uint8) return std::nullopt;

@@ -1,7 +1,7 @@
 // lower-to-native, static chains: a quantized linear or conv2d between a per-tensor dequantize of
 // its input and a per-tensor quantize of its output (what XNNPACKQuantizer / X86InductorQuantizer
 // produce) becomes one int8-in, int8-out native op on the input codes; a relu between the op and
-// the quantize folds into the output clamp (output_quant_min = zero point). Matched only when the
+// the quantize folds into the output clamp (output_quant_min = zero point), in place or not. Matched only when the
 // weight is a constant int8 symmetric dequantize, per channel (axis 0) or per tensor (XNNPACK's
 // default config: its scale becomes a constant of one fp32 value per output channel), conv2d's
 // groups is a literal 1, that of a depthwise convolution (one input channel per group) or of a
@@ -89,13 +89,11 @@ bool sameKnownShape(Node* a, Node* b) {
 }
 
 // X86InductorQuantizer's conv -> add [-> relu] fusion: aten.add.Tensor(conv2d, dequantize) (either
-// order, no alpha) whose conv feeds only the add and whose addend has the conv's shape (conv2d_q8's
-// residual does not broadcast).
+// order, no alpha; or its in-place form under isPureAdd's condition) whose conv feeds only the add
+// and whose addend has the conv's shape (conv2d_q8's residual does not broadcast).
 std::optional<std::pair<Node*, PerTensor>> residualAdd(Node* add) {
   const auto& a = add->args();
-  if (a.size() != 2 || !add->kwargs().empty() || add->users().size() != 1 || !a[0].isNode() || !a[1].isNode()) {
-    return std::nullopt;
-  }
+  if (!isPureAdd(add) || add->users().size() != 1) return std::nullopt;
   for (int i = 0; i < 2; ++i) {
     Node* conv = a[i].node();
     auto dq = perTensor(a[1 - i].node(), kDequantizePerTensor);
@@ -114,7 +112,7 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   Node* y = closing->op;
   const bool relu = closing->relu;
   std::optional<PerTensor> residual;
-  if (y->target() == "aten.add.Tensor") {
+  if (y->target() == "aten.add.Tensor" || y->target() == "aten.add_.Tensor") {
     auto r = residualAdd(y);
     if (!r) return std::nullopt;
     y = r->first;

@@ -96,9 +96,18 @@ std::optional<ClosingQuantize> closingQuantize(Node* qn) {
   auto q = perTensor(qn, kQuantizePerTensor);
   if (!q || !q->input.isNode()) return std::nullopt;
   Node* y = q->input.node();
-  const bool relu =
-      y->target() == "aten.relu" && y->args().size() == 1 && y->args()[0].isNode() && y->users().size() == 1;
+  const bool relu = (y->target() == "aten.relu" || y->target() == "aten.relu_") && y->args().size() == 1 &&
+                    y->args()[0].isNode() && y->users().size() == 1;
   return ClosingQuantize{*q, relu ? y->args()[0].node() : y, relu};
+}
+
+bool isPureAdd(const Node* add) {
+  const bool in_place = add->target() == "aten.add_.Tensor";
+  if ((add->target() != "aten.add.Tensor" && !in_place) || add->args().size() != 2 || !add->kwargs().empty() ||
+      !add->args()[0].isNode() || !add->args()[1].isNode()) {
+    return false;
+  }
+  return !in_place || add->args()[0].node()->users().size() == 1;
 }
 
 std::optional<std::vector<Node*>> uint8Group(Node* qn) {

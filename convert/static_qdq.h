@@ -64,13 +64,20 @@ std::optional<ConvArgs> convArgs(const std::vector<Argument>& args);
 std::optional<std::vector<Dim>> shapeOf(Node* n);
 
 /// A per-tensor quantize that closes a chain, and the op whose output it quantizes, past a relu
-/// between the two that feeds nothing else (folded later into the clamp).
+/// between the two that feeds nothing else (folded later into the clamp). The relu may be in place
+/// (aten.relu_, nn.ReLU(inplace=True)): it then overwrites the op's output, which every site
+/// requires to feed only the relu, so no other node sees the difference.
 struct ClosingQuantize {
   PerTensor q;
   Node* op;
   bool relu;
 };
 std::optional<ClosingQuantize> closingQuantize(Node* q);
+
+/// aten.add.Tensor, or aten.add_.Tensor (`x += y`) whose first operand, which it overwrites, feeds
+/// nothing else: for every user the two then compute the same value, and a lowering that reads the
+/// operands' codes instead loses nothing. Two tensor operands, no alpha.
+bool isPureAdd(const Node* add);
 
 /// A uint8 quantize and its dequantizes, which move to int8 together, or nothing when a user is
 /// not a dequantize of the same qparams.
