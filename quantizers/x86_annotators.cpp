@@ -3,6 +3,10 @@
 // (pytorch/pytorch#112140), mul, matmul, then propagation through int8-in-int8-out ops. torchao
 // finds the patterns through source_fn_stack, which torch.export no longer records (so on
 // current torch it quantizes almost nothing, pytorch/pytorch#160095); pt2q matches operators.
+// torchao's patterns name module types (nn.ReLU, nn.ReLU6, nn.Hardswish, nn.SiLU, nn.LeakyReLU),
+// whose inplace=True forms (torchvision's models use them throughout) export as aten.relu_,
+// hardtanh_, hardswish_, silu_, leaky_relu_: those are matched too, and `x += y` (aten.add_.Tensor)
+// as an add, which torchao's equivalent types make of operator.iadd and "add_".
 #include <c10/util/Exception.h>
 
 #include <set>
@@ -88,13 +92,13 @@ void binaryFusion(AnnotatorContext& c, const char* op_target, bool with_relu, bo
   for (Node* op : c.graph.nodes()) {
     if (!is(op, op_target) || !weightedShape(op)) continue;
     Node* add = onlyUser(op);
-    if (add == nullptr || !is(add, "aten.add.Tensor")) continue;
+    if (add == nullptr || !(is(add, "aten.add.Tensor") || is(add, "aten.add_.Tensor"))) continue;
     Node* extra = otherAddend(add, op);
     if (extra == nullptr) continue;
     Node* relu = nullptr;
     if (with_relu) {
       for (Node* u : add->users()) {
-        if (is(u, "aten.relu")) relu = u;
+        if (is(u, "aten.relu") || is(u, "aten.relu_")) relu = u;
       }
       if (relu == nullptr) continue;
     }
@@ -146,15 +150,17 @@ void single(AnnotatorContext& c, const char* target) {
 void conv2dFusions(AnnotatorContext& c) {
   binaryFusion(c, "aten.conv2d", true, true);
   binaryFusion(c, "aten.conv2d", false, true);
-  unaryFusion(c, {"aten.conv2d"}, {"aten.relu", "aten.hardtanh", "aten.hardswish", "aten.silu"});
-  unaryFusion(c, {"aten.conv1d"}, {"aten.relu"});
+  unaryFusion(c, {"aten.conv2d"}, {"aten.relu", "aten.relu_", "aten.hardtanh", "aten.hardtanh_", "aten.hardswish",
+                                    "aten.hardswish_", "aten.silu", "aten.silu_"});
+  unaryFusion(c, {"aten.conv1d"}, {"aten.relu", "aten.relu_"});
   single(c, "aten.conv2d");
 }
 
 void linearFusions(AnnotatorContext& c) {
   binaryFusion(c, "aten.linear", true, false);
   binaryFusion(c, "aten.linear", false, false);
-  unaryFusion(c, {"aten.linear"}, {"aten.relu", "aten.leaky_relu", "aten.tanh", "aten.gelu"});
+  unaryFusion(c, {"aten.linear"}, {"aten.relu", "aten.relu_", "aten.leaky_relu", "aten.leaky_relu_", "aten.tanh",
+                                    "aten.gelu"});
   single(c, "aten.linear");
 }
 

@@ -1,5 +1,5 @@
-"""Models for the PT2E tests: the IR zoo plus a MobileNet-style depthwise CNN and a small
-GPT-style decoder block."""
+"""Models for the PT2E tests: the IR zoo plus a MobileNet-style depthwise CNN, a small GPT-style
+decoder block, a tied-embedding LM and a CNN written with torchvision's in-place idioms."""
 
 import copy
 
@@ -73,6 +73,35 @@ class TiedLM(nn.Module):
         return self.head(torch.relu(self.mix(self.emb(ids))))
 
 
+class InplaceCNN(nn.Module):
+    """torchvision's in-place idioms: one nn.ReLU(inplace=True) called by a stem and twice by a
+    BasicBlock-style block, `out += identity`, a max pool after a relu_, a cat of ReLU6 /
+    Hardswish (inplace) branches, SiLU(inplace), and F.relu(x, inplace=True)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.relu = nn.ReLU(inplace=True)
+        self.pool = nn.MaxPool2d(2)
+        self.c1, self.b1 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.c2, self.b2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.e1, self.a1 = nn.Conv2d(8, 8, 1), nn.ReLU6(inplace=True)
+        self.e3, self.a3 = nn.Conv2d(8, 8, 3, padding=1), nn.Hardswish(inplace=True)
+        self.mix, self.act = nn.Conv2d(16, 16, 1), nn.SiLU(inplace=True)
+        self.last = nn.Conv2d(16, 16, 3, padding=1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(self.relu(self.stem(x)))
+        out = self.relu(self.b1(self.c1(x)))
+        out = self.b2(self.c2(out))
+        out += x
+        x = self.relu(out)
+        x = self.act(self.mix(torch.cat([self.a1(self.e1(x)), self.a3(self.e3(x))], 1)))
+        x = torch.nn.functional.relu(self.last(x), inplace=True)
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 MODELS = {
     "mlp": ZOO["mlp"],
     "cnn_bn_pool": ZOO["cnn_bn_pool"],
@@ -83,6 +112,7 @@ MODELS = {
     "mobilenetish": lambda: (MobileNetish().eval(), (torch.randn(2, 3, 16, 16),), {}),
     "gpt_block": lambda: (GPTBlock().eval(), (torch.randn(2, 6, 32),), {}),
     "tied_lm": lambda: (TiedLM().eval(), (torch.randint(0, 50, (2, 8)),), {}),
+    "inplace_cnn": lambda: (InplaceCNN().eval(), (torch.randn(2, 3, 16, 16),), {}),
 }
 
 

@@ -12,18 +12,23 @@ from torch import fx
 _FUNCTIONAL = {
     torch.ops.aten.add.Tensor: operator.add, torch.ops.aten.mul.Tensor: operator.mul, torch.ops.aten.cat.default: torch.cat,
     torch.ops.aten.relu.default: F.relu, torch.ops.aten.flatten.using_ints: torch.flatten,
+    # in place: `x += y`, F.relu(x, inplace=True), ...
+    torch.ops.aten.add_.Tensor: operator.iadd, torch.ops.aten.mul_.Tensor: operator.imul,
+    torch.ops.aten.relu_.default: F.relu_, torch.ops.aten.hardtanh_.default: F.hardtanh_,
     torch.ops.aten.matmul.default: torch.matmul, torch.ops.aten.linear.default: F.linear,
     torch.ops.aten.conv2d.default: F.conv2d, torch.ops.aten.adaptive_avg_pool2d.default: F.adaptive_avg_pool2d,
 }
 
 
 # Module classes whose forward is the one operator (so dynamo records the module as the source).
+# inplace=True forms export as the in-place operator (nn.ReLU(inplace=True) -> aten.relu_).
+A = torch.ops.aten
 _MODULE_OPS = {
-    "Linear": {torch.ops.aten.linear.default}, "Conv1d": {torch.ops.aten.conv1d.default},
-    "Conv2d": {torch.ops.aten.conv2d.default}, "ReLU": {torch.ops.aten.relu.default},
-    "ReLU6": {torch.ops.aten.hardtanh.default}, "Hardtanh": {torch.ops.aten.hardtanh.default},
-    "Hardswish": {torch.ops.aten.hardswish.default}, "SiLU": {torch.ops.aten.silu.default},
-    "GELU": {torch.ops.aten.gelu.default}, "LeakyReLU": {torch.ops.aten.leaky_relu.default},
+    "Linear": {A.linear.default}, "Conv1d": {A.conv1d.default}, "Conv2d": {A.conv2d.default},
+    "ReLU": {A.relu.default, A.relu_.default}, "ReLU6": {A.hardtanh.default, A.hardtanh_.default},
+    "Hardtanh": {A.hardtanh.default, A.hardtanh_.default}, "Hardswish": {A.hardswish.default, A.hardswish_.default},
+    "SiLU": {A.silu.default, A.silu_.default}, "GELU": {A.gelu.default},
+    "LeakyReLU": {A.leaky_relu.default, A.leaky_relu_.default},
     "Tanh": {torch.ops.aten.tanh.default}, "MaxPool2d": {torch.ops.aten.max_pool2d.default},
     "AvgPool2d": {torch.ops.aten.avg_pool2d.default},
     "AdaptiveAvgPool2d": {torch.ops.aten.adaptive_avg_pool2d.default}, "Embedding": {torch.ops.aten.embedding.default},
@@ -47,10 +52,13 @@ def add_source_fn_stack(gm: fx.GraphModule) -> fx.GraphModule:
         stack = n.meta.get("nn_module_stack") or {}
         source = None
         if stack:
-            key, (path, t) = list(stack.items())[-1]
+            _, (_, t) = list(stack.items())[-1]
             cls = _resolve(t)
             if isinstance(cls, type) and n.target in _MODULE_OPS.get(cls.__name__, ()):
-                source = (key, cls)
+                # dynamo names each call of a module apart (a module called twice, as
+                # torchvision's BasicBlock calls its relu, makes two partitions): these modules
+                # are one operator, so a call is a node.
+                source = (n.name, cls)
         if source is None and n.target in _FUNCTIONAL:
             source = (n.name, _FUNCTIONAL[n.target])
         if source is not None:

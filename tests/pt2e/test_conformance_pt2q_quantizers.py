@@ -26,8 +26,14 @@ def run_both(ea, eb, args, qa, qb, batches=None):
     return compare.run_flows(ao, ea, eb, args, qa, qb, batches or calibration_batches(args))
 
 
+# On a plain export torchao's XNNPACKQuantizer finds no torch.cat partition (it needs
+# source_fn_stack), where pt2q annotates the cat: inplace_cnn's cat is compared with source
+# partitions recreated, below.
+PLAIN_EXPORT_MODELS = sorted(m for m in MODELS if m != "inplace_cnn")
+
+
 @pytest.mark.parametrize("config", sorted(CONFIGS))
-@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("model", PLAIN_EXPORT_MODELS)
 def test_xnnpack_quantizer_same_as_torchao(model, config):
     ea, eb, args = export_twice(model)
     qa = xnn.XNNPACKQuantizer().set_global(xnn.get_symmetric_quantization_config(**CONFIGS[config]))

@@ -34,6 +34,14 @@ KINDS = ["xnnpack_per_tensor", "xnnpack_per_channel", "xnnpack_dynamic", "x86"]
 def test_same_as_torchao(model, kind):
     ea, eb, args = export_twice(model)
     q = quantizer(kind)
+    if model == "inplace_cnn" and kind == "x86":
+        # torch 2.13's partitions of a plain export group a module's calls by module: torchao's X86
+        # recipe refuses the relu module the model calls three times, under either flow.
+        import pt2q
+        for prepare, m in ((ao.prepare_pt2e, ea), (pt2q.prepare_pt2e, eb)):
+            with pytest.raises(ValueError, match="more than one output node"):
+                prepare(m, q)
+        return
     ca, cb = compare.run_flows(ao, ea, eb, args, q, q, calibration_batches(args))
     for batch in calibration_batches(args, n=2, seed=7):
         compare.assert_outputs_equal(ca, cb, batch)
