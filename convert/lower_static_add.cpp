@@ -30,7 +30,7 @@ namespace {
 struct AddSite {
   Node* q;
   PerTensor a, b, out;
-  bool relu;
+  std::pair<int64_t, int64_t> clamp;  // the output codes' range, an activation folded (clampCodes)
   std::vector<Node*> to_int8;
 };
 
@@ -39,7 +39,6 @@ std::optional<AddSite> match(Node* qn) {
   if (!closing) return std::nullopt;
   const PerTensor* q = &closing->q;
   Node* y = closing->op;
-  const bool relu = closing->relu;
   if (!isPureAdd(y) || y->users().size() != 1) return std::nullopt;
   auto a = perTensor(y->args()[0].node(), kDequantizePerTensor);
   auto b = perTensor(y->args()[1].node(), kDequantizePerTensor);
@@ -49,7 +48,7 @@ std::optional<AddSite> match(Node* qn) {
     if (in->qmin - shift != -128 || in->qmax - shift != 127) return std::nullopt;
   }
   if (!(q->qmin - shift >= -128 && q->qmin <= q->qmax && q->qmax - shift <= 127)) return std::nullopt;
-  AddSite site{qn, *a, *b, *q, relu, {}};
+  AddSite site{qn, *a, *b, *q, clampCodes(*closing), {}};
   if (q->is_uint8) {
     for (const PerTensor* in : {&*a, &*b}) {
       auto from = in->input.isNode() ? uint8Group(in->input.node()) : std::nullopt;
@@ -68,11 +67,11 @@ std::optional<AddSite> match(Node* qn) {
 int64_t lowerStaticAdds(Graph& g) {
   return lowerQuantizeSites(g, match, [](const AddSite& s) {
     const int64_t shift = s.out.is_uint8 ? 128 : 0;
-    const int64_t zo = s.out.zero_point - shift, qmin = s.out.qmin - shift;
+    const int64_t zo = s.out.zero_point - shift;
     std::vector<Argument> args{s.a.node->args()[0], s.a.scale, s.a.zero_point - shift,
                                s.b.node->args()[0], s.b.scale, s.b.zero_point - shift,
-                               s.out.scale,         zo,        s.relu ? std::max(qmin, zo) : qmin,
-                               s.out.qmax - shift};
+                               s.out.scale,         zo,        s.clamp.first - shift,
+                               s.clamp.second - shift};
     return std::make_pair(std::string("add_q8"), std::move(args));
   });
 }

@@ -1,7 +1,9 @@
 // lower-to-native, static chains: a quantized linear or conv2d between a per-tensor dequantize of
 // its input and a per-tensor quantize of its output (what XNNPACKQuantizer / X86InductorQuantizer
 // produce) becomes one int8-in, int8-out native op on the input codes; a relu between the op and
-// the quantize folds into the output clamp (output_quant_min = zero point), in place or not. Matched only when the
+// the quantize folds into the output clamp (output_quant_min = zero point), in place or not, and so
+// does a hardtanh (ReLU6; X86's conv -> hardtanh fusion): the clamp becomes [quantize(lo),
+// quantize(hi)] (static_qdq.h's clampCodes). Matched only when the
 // weight is a constant int8 symmetric dequantize, per channel (axis 0) or per tensor (XNNPACK's
 // default config: its scale becomes a constant of one fp32 value per output channel), conv2d's
 // groups is a literal 1, that of a depthwise convolution (one input channel per group) or of a
@@ -74,7 +76,7 @@ struct StaticSite {
   Node* op;      // aten.linear / aten.conv2d
   PerTensor in;  // the input dequantize
   PerTensor out;
-  bool relu;
+  std::pair<int64_t, int64_t> clamp;  // the output codes' range, an activation folded (clampCodes)
   std::optional<PerTensor> residual;  // X86's conv -> add: the other addend's dequantize
   StaticWeight weight;
   Argument bias;
@@ -110,7 +112,6 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   if (!closing) return std::nullopt;
   const PerTensor* q = &closing->q;
   Node* y = closing->op;
-  const bool relu = closing->relu;
   std::optional<PerTensor> residual;
   if (y->target() == "aten.add.Tensor" || y->target() == "aten.add_.Tensor") {
     auto r = residualAdd(y);
@@ -134,7 +135,7 @@ std::optional<StaticSite> match(const Graph& g, Node* qn) {
   }
   auto weight = staticWeight(g, a[1]);
   if (!weight) return std::nullopt;
-  StaticSite site{qn, y, *in, *q, relu, residual, std::move(*weight), a.size() > 2 ? a[2] : Argument(), {}, {}, {},
+  StaticSite site{qn, y, *in, *q, clampCodes(*closing), residual, std::move(*weight), a.size() > 2 ? a[2] : Argument(), {}, {}, {},
                   {}};
   const at::Tensor* w = site.weight.codes;
   if (linear) {
@@ -180,10 +181,8 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
   return lowerQuantizeSites(g, [&](Node* n) { return match(g, n); }, [&](const StaticSite& s) {
     const int64_t shift = s.out.is_uint8 ? 128 : 0;
     const int64_t in_zp = s.in.zero_point - shift, out_zp = s.out.zero_point - shift;
-    const int64_t out_min = s.out.qmin - shift, out_max = s.out.qmax - shift;
     auto [attr, scales] = packStaticWeight(g, taken, s.weight, s.q);
-    // relu(y) quantizes to max(code(y), zero_point): the clamp's lower end.
-    const int64_t qmin = s.relu ? std::max(out_min, out_zp) : out_min;
+    const int64_t qmin = s.clamp.first - shift, qmax = s.clamp.second - shift;
     std::vector<Argument> args{s.in.node->args()[0], s.in.scale, in_zp, Argument(attr), scales, s.bias};
     const bool conv = s.op->target() == "aten.conv2d";
     if (conv) {
@@ -192,7 +191,7 @@ int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken) {
         args.emplace_back(intList(v));
       }
     }
-    for (const Argument& x : {Argument(s.out.scale), Argument(out_zp), Argument(qmin), Argument(out_max)}) {
+    for (const Argument& x : {Argument(s.out.scale), Argument(out_zp), Argument(qmin), Argument(qmax)}) {
       args.push_back(x);
     }
     if (conv && (s.groups != 1 || s.residual)) args.emplace_back(s.groups);

@@ -4,6 +4,9 @@
 #include "convert/native_lowering.h"
 #include "graph/pass.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -96,9 +99,36 @@ std::optional<ClosingQuantize> closingQuantize(Node* qn) {
   auto q = perTensor(qn, kQuantizePerTensor);
   if (!q || !q->input.isNode()) return std::nullopt;
   Node* y = q->input.node();
-  const bool relu = (y->target() == "aten.relu" || y->target() == "aten.relu_") && y->args().size() == 1 &&
-                    y->args()[0].isNode() && y->users().size() == 1;
-  return ClosingQuantize{*q, relu ? y->args()[0].node() : y, relu};
+  const auto& a = y->args();
+  if (y->users().size() != 1 || !y->kwargs().empty() || a.empty() || !a[0].isNode()) {
+    return ClosingQuantize{*q, y, false};
+  }
+  if ((y->target() == "aten.relu" || y->target() == "aten.relu_") && a.size() == 1) {
+    return ClosingQuantize{*q, a[0].node(), true, 0.0f, std::numeric_limits<float>::infinity()};
+  }
+  if ((y->target() == "aten.hardtanh" || y->target() == "aten.hardtanh_") && a.size() <= 3) {
+    // hardtanh(x, min_val=-1, max_val=1) clamps an fp32 x to its bounds cast to fp32
+    auto bound = [&](size_t i, double d) -> std::optional<float> {
+      if (i >= a.size()) return static_cast<float>(d);
+      if (a[i].is<double>()) return static_cast<float>(a[i].as<double>());
+      if (a[i].is<int64_t>()) return static_cast<float>(a[i].as<int64_t>());
+      return std::nullopt;
+    };
+    const auto lo = bound(1, -1.0), hi = bound(2, 1.0);
+    if (lo && hi && *lo <= *hi) return ClosingQuantize{*q, a[0].node(), true, *lo, *hi};
+  }
+  return ClosingQuantize{*q, y, false};
+}
+
+std::pair<int64_t, int64_t> clampCodes(const ClosingQuantize& c) {
+  const int64_t qmin = c.q.qmin, qmax = c.q.qmax;
+  if (!c.clamped) return {qmin, qmax};
+  const float inv = static_cast<float>(1.0 / c.q.scale);
+  auto code = [&](float v) {
+    const float r = std::nearbyint(v * inv) + static_cast<float>(c.q.zero_point);
+    return static_cast<int64_t>(std::clamp<double>(r, static_cast<double>(qmin), static_cast<double>(qmax)));
+  };
+  return {code(c.lo), code(c.hi)};
 }
 
 bool isPureAdd(const Node* add) {

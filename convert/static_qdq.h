@@ -63,16 +63,24 @@ std::optional<ConvArgs> convArgs(const std::vector<Argument>& args);
 /// input's (they keep the shape). Nothing when unknown.
 std::optional<std::vector<Dim>> shapeOf(Node* n);
 
-/// A per-tensor quantize that closes a chain, and the op whose output it quantizes, past a relu
-/// between the two that feeds nothing else (folded later into the clamp). The relu may be in place
+/// A per-tensor quantize that closes a chain, and the op whose output it quantizes, past an
+/// activation clamp between the two that feeds nothing else: relu, or hardtanh with literal bounds
+/// (nn.ReLU6, and X86InductorQuantizer's conv -> hardtanh fusion). The activation may be in place
 /// (aten.relu_, nn.ReLU(inplace=True)): it then overwrites the op's output, which every site
-/// requires to feed only the relu, so no other node sees the difference.
+/// requires to feed only the activation, so no other node sees the difference.
 struct ClosingQuantize {
   PerTensor q;
   Node* op;
-  bool relu;
+  bool clamped;                  // an activation between op and q, folded into the codes' clamp
+  float lo = 0.0f, hi = 0.0f;    // its range (relu: [0, inf))
 };
 std::optional<ClosingQuantize> closingQuantize(Node* q);
+
+/// The closing quantize's clamp [qmin, qmax] in its own codes, narrowed by the activation it
+/// folds: quantize is non-decreasing, so quantize(clamp(y, lo, hi)) = clamp(quantize(y),
+/// quantize(lo), quantize(hi)), each bound quantized as torch's quantize_per_tensor does it in
+/// fp32 (relu's lower bound is then the zero point).
+std::pair<int64_t, int64_t> clampCodes(const ClosingQuantize& c);
 
 /// aten.add.Tensor, or aten.add_.Tensor (`x += y`) whose first operand, which it overwrites, feeds
 /// nothing else: for every user the two then compute the same value, and a lowering that reads the

@@ -332,6 +332,36 @@ def test_x86_conv_add_relu_lowers_to_a_conv_with_a_residual():
     assert torch.equal(ep.module()(x), low(x))
 
 
+class Clamped(nn.Module):
+    """X86's conv -> hardtanh fusions: nn.ReLU6(inplace=True) (aten.hardtanh_(x, 0, 6)) and a
+    Hardtanh of other bounds, then a head conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.a1 = nn.Conv2d(3, 8, 3, padding=1), nn.ReLU6(inplace=True)
+        self.c2, self.a2 = nn.Conv2d(8, 8, 3, padding=1), nn.Hardtanh(-0.5, 0.75)
+        self.head = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.head(self.a2(self.c2(self.a1(self.c1(x)))))
+
+
+def test_x86_conv_hardtanh_folds_into_the_output_clamp():
+    """quantize(hardtanh(y, lo, hi)) = clamp(quantize(y), quantize(lo), quantize(hi)) (quantize
+    never decreases): the hardtanh becomes conv2d_q8's output clamp, its bounds quantized as
+    quantize_per_tensor quantizes them."""
+    qdq, low, x = x86_flow(Clamped(), (2, 3, 8, 8))
+    targets = _targets(low)
+    assert targets.count(P.conv2d_q8.default) == 2 and targets.count(P.conv2d_q8_float.default) == 1
+    assert not {torch.ops.aten.hardtanh.default, torch.ops.aten.hardtanh_.default,
+                torch.ops.aten.conv2d.default} & set(targets)
+    for conv, (lo, hi) in zip([n for n in low.graph.nodes if n.target == P.conv2d_q8.default], [(0.0, 6.0), (-0.5, 0.75)]):
+        scale, zp = conv.args[10], conv.args[11]
+        codes = QD.quantize_per_tensor.default(torch.tensor([lo, hi]), scale, zp, -128, 127, torch.int8)
+        assert list(conv.args[12:14]) == codes.tolist(), (conv.args[10:14], codes)
+    close_to_qdq(qdq, low, [x] + [torch.randn(2, 3, 8, 8) * 2 for _ in range(8)], head_step(qdq), 0.05)
+
+
 class Bottleneck(nn.Module):
     """ResNet's shapes of residual: an identity block whose add has the conv second, then a
     downsampling block (a strided 1x1 conv on the shortcut) without a relu after its add, then a
