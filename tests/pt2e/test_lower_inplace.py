@@ -116,3 +116,25 @@ def test_inplace_add_lowers_only_where_its_overwritten_operand_feeds_nothing_els
     # dq(a) is the sum once the add has run: a native add would hand its user the old value
     kept = lowered_targets(True)
     assert "pt2q.add_q8" not in kept and "aten.add_.Tensor" in kept
+
+
+def test_lowered_model_runs_with_grad_mode_on():
+    """mobilenet_v3's classifier under X86: linear_q8_float (nothing quantizes the linear's output)
+    then an in-place hardswish. Called outside no_grad, its Parameter bias requires grad; the
+    native op's output must still be writable in place (kernels/autograd/not_differentiable.cpp)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.Linear(8 * 6 * 6, 16), nn.Hardswish(inplace=True),
+                          nn.Linear(16, 4)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    p = pt2q.prepare_pt2e(torch.export.export(model, (x,)).module(), QUANTIZERS["x86"]())
+    p(x)
+    low = pt2q.convert_pt2e(p, lower_to_native=True)
+    after = {n.args[0].target for n in low.graph.nodes if n.target == A.hardswish_.default}
+    assert after == {P.linear_q8_float.default}, targets(low)
+    assert any(t.requires_grad for t in low.parameters())
+    with torch.no_grad():
+        expected = low(x)
+    y = low(x)
+    assert y.requires_grad and torch.equal(y.detach(), expected)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        y.sum().backward()
