@@ -167,4 +167,10 @@ TORCH_LIBRARY(pt2q, m) {
   m.def(
       "max_pool2d_q8(Tensor input, int[2] kernel_size, int[2] stride, int[2] padding=0, int[2] dilation=1, "
       "bool ceil_mode=False) -> Tensor");
+  // A 256-entry table lookup on int8 or uint8 codes: out[i] = table[codes[i] as an unsigned byte]
+  // (int8 code c reads entry c & 255), in the table's dtype (int8 or uint8), the codes' shape.
+  // dq -> any chain of elementwise unary ops -> q of per-tensor qparams maps each input code to
+  // one output code, so the chain is this lookup with the table the chain computes on the 256
+  // codes (convert/lower_static_unary.cpp: XNNPACK's unfused ReLU6, Hardswish, SiLU).
+  m.def("lookup_q8(Tensor codes, Tensor table) -> Tensor");
 }

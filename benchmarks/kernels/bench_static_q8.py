@@ -5,8 +5,10 @@ dequantize_per_tensor -> fp32 op -> quantize_per_tensor), on ResNet-style convol
 demo CNN's small ones, MobileNet depthwise and ResNeXt grouped ones, and Llama-style linears at
 prefill row counts; and pt2q.add_q8 (a residual add on int8 codes) against its chain and the float
 adds; and conv2d_q8 with a residual (X86InductorQuantizer's conv -> add -> relu, one op) against
-conv2d_q8 then add_q8 (XNNPACK's lowering, two ops), the chain and the float conv + add + relu.
-Compute-bound: "GB/s" and
+conv2d_q8 then add_q8 (XNNPACK's lowering, two ops), the chain and the float conv + add + relu;
+and pt2q.lookup_q8 (a ReLU6 / Hardswish between convolutions, as lower-to-native runs XNNPACK's
+unfused activations) against its chain and the fp32 activation. The convolutions are
+compute-bound: "GB/s" and
 "% BW" count the int8 operands only and are for reference.
 
     python benchmarks/kernels/bench_static_q8.py
@@ -40,6 +42,7 @@ GROUPED = [  # MobileNet depthwise convolutions; ResNeXt-50 32x4d's grouped 3x3 
 ]
 LINEARS = [(4096, 4096, 64), (4096, 4096, 256), (11008, 4096, 256)]  # N, K, M
 ADDS = [(1, 64, 56, 56), (8, 256, 28, 28), (64, 1 << 16)]  # residual-add shapes: ResNet blocks, a flat 4M
+LOOKUPS = [(1, 96, 112, 112), (1, 144, 56, 56), (8, 192, 28, 28)]  # MobileNet-v2's expanded activations
 RESIDUAL_CONVS = [  # batch, in channels, size, out channels, kernel: ResNet-18's and -50's block-closing convs
     (1, 64, 56, 64, 3), (1, 256, 14, 256, 3), (8, 128, 28, 128, 3), (1, 64, 56, 256, 1),
 ]
@@ -122,6 +125,30 @@ def add_cases():
     return out
 
 
+def lookup_cases():
+    """lookup_q8 (memory-bound: 1 byte read and 1 written per element) against the q/dq chain of an
+    unlowered ReLU6 / Hardswish and the fp32 activation."""
+    out = []
+    g = torch.Generator().manual_seed(4)
+    for shape in LOOKUPS:
+        x = torch.randint(-128, 128, shape, dtype=torch.int8, generator=g)
+        xf = (x.float() + 3) * 0.05
+        n = x.numel()
+        for name, act in (("relu6", lambda y: F.hardtanh(y, 0.0, 6.0)), ("hardswish", F.hardswish)):
+            group = f"{name} {'x'.join(map(str, shape))}"
+            out.append(Case(group, f"fp32 {name}", lambda xf=xf, act=act: act(xf), 8 * n, baseline=True))
+
+            def chain(x=x, act=act):
+                y = act(QD.dequantize_per_tensor(x, 0.05, -3, -128, 127, torch.int8))
+                return QD.quantize_per_tensor(y, 0.03, -100, -128, 127, torch.int8)
+
+            table = chain(torch.arange(-128, 128, dtype=torch.int16).to(torch.int8)).roll(-128)
+            assert torch.equal(P.lookup_q8(x, table), chain())
+            out.append(Case(group, "q/dq chain (eager)", chain, 2 * n))
+            out.append(Case(group, "pt2q.lookup_q8", lambda x=x, t=table: P.lookup_q8(x, t), 2 * n))
+    return out
+
+
 def residual_cases():
     """The conv closing a residual block with its add and relu, each way it can run."""
     out = []
@@ -160,7 +187,7 @@ def main():
     bw, probes = measure_bandwidth()
     print(run_header(f"linear kernels: {pt2q._C.info.linear_cpu_kernels()}"))
     print(bandwidth_line(bw, probes))
-    report(run(conv_cases() + linear_cases() + add_cases() + residual_cases(), bw), bw)
+    report(run(conv_cases() + linear_cases() + add_cases() + residual_cases() + lookup_cases(), bw), bw)
 
 
 if __name__ == "__main__":

@@ -283,6 +283,7 @@ void block4Rows(const int8_t* w, const float* x, int64_t x_stride, int64_t x_row
 #include "kernels/cpu/depthwise_q8_impl.h"
 #include "kernels/cpu/grouped_q8_impl.h"
 #include "kernels/cpu/q8_requantize_impl.h"
+#include "kernels/cpu/q8_lookup_impl.h"
 
 namespace pt2q::cpu::PT2Q_CPU_ISA_NS {
 
@@ -304,7 +305,8 @@ inline LinearKernels makeLinearTable(Isa isa, const char* name) {
                        kGroupedQ8Takes,
                        &q8RequantizeRow,
                        &q8ScaleRow,
-                       &q8AddRows};
+                       &q8AddRows,
+                       &q8LookupRun};
 }
 
 }  // namespace pt2q::cpu::PT2Q_CPU_ISA_NS

@@ -127,6 +127,8 @@ struct Q8AddConsts {
 };
 /// add_q8 over n elements of a and b (same shape, contiguous).
 using Q8AddFn = void (*)(const int8_t* a, const int8_t* b, int64_t n, const Q8AddConsts& c, int8_t* out);
+/// lookup_q8 over n bytes: out[i] = table[in[i]] (table: 256 bytes).
+using Q8LookupFn = void (*)(const uint8_t* in, int64_t n, const uint8_t* table, uint8_t* out);
 
 /// Whether the input channels of the groups under any `lanes` consecutive output channels (from a
 /// multiple of `lanes`) lie within `bytes` bytes: what one load of a pixel's codes hands a vector
@@ -164,6 +166,7 @@ struct LinearKernels {
   Q8RequantizeFn q8_requantize;
   Q8ScaleFn q8_scale;
   Q8AddFn q8_add;
+  Q8LookupFn q8_lookup;
 };
 
 /// W4A16 for bf16 activations (AVX512_BF16). `prepare_x` permutes `rows` rows of bf16 x (padded

@@ -11,6 +11,7 @@
 #include "kernels/linear_mx.h"
 #include "kernels/linear_static.h"
 #include "kernels/linear_weight_only_args.h"
+#include "kernels/lookup_q8.h"
 #include "kernels/mx/mx_args.h"
 #include "kernels/pool_q8.h"
 
@@ -159,6 +160,7 @@ void bindReference(py::module_& m) {
          std::vector<int64_t> dil, bool ceil_mode) { return maxPoolQ8Ref(x, ks, st, pad, dil, ceil_mode); },
       py::arg("input"), py::arg("kernel_size"), py::arg("stride"), py::arg("padding") = std::vector<int64_t>{0},
       py::arg("dilation") = std::vector<int64_t>{1}, py::arg("ceil_mode") = false);
+  m.def("lookup_q8", &lookupQ8Ref, py::arg("codes"), py::arg("table"));
 }
 
 }  // namespace pt2q::python
