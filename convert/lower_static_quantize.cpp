@@ -46,17 +46,6 @@ std::optional<std::vector<int64_t>> staticFloatShape(const PerTensor& q) {
   return out;
 }
 
-// The one device of the graph's constants (a model's weights live with its activations), which
-// quantize_affine's scale and zero point must share with its input; nothing for none or several.
-std::optional<c10::Device> constantsDevice(const Graph& g) {
-  std::optional<c10::Device> device;
-  for (const auto& [name, t] : g.constants()) {
-    if (device && t.device() != *device) return std::nullopt;
-    device = t.device();
-  }
-  return device;
-}
-
 }  // namespace
 
 int64_t lowerStaticQuantizes(Graph& g, const std::set<std::string>& taken) {

@@ -212,6 +212,15 @@ at::Tensor packWeightConstant(const at::Tensor& w, int bits) {
   return bits == 4 ? op4.call(w) : op8.call(w);
 }
 
+std::optional<c10::Device> constantsDevice(const Graph& g) {
+  std::optional<c10::Device> device;
+  for (const auto& [name, t] : g.constants()) {
+    if (device && t.device() != *device) return std::nullopt;
+    device = t.device();
+  }
+  return device;
+}
+
 Node* addConstant(Graph& g, const std::set<std::string>& taken, const std::string& prefix, at::Tensor value,
                   Node* before) {
   std::string name;
@@ -252,8 +261,8 @@ std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& w
 int64_t lowerToNative(Graph& g, const std::set<std::string>& taken) {
   // Static chains first: their weight dequantize would also match the weight-only pattern.
   const int64_t lowered_static =
-      lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerStaticPools(g) + lowerStaticFloatOutputs(g, taken) +
-      lowerMxLinears(g);
+      lowerStaticChains(g, taken) + lowerStaticAdds(g) + lowerStaticPools(g) + lowerStaticUnaries(g, taken) +
+      lowerStaticFloatOutputs(g, taken) + lowerMxLinears(g);
   std::vector<Site> sites;
   for (Node* n : g.nodes()) {
     if (n->kind() != NodeKind::kCallFunction || n->target() != "aten.linear" || n->args().size() < 2 ||

@@ -23,6 +23,11 @@ at::Tensor packWeightConstant(const at::Tensor& w, int bits);
 Node* addConstant(Graph& g, const std::set<std::string>& taken, const std::string& prefix, at::Tensor value,
                   Node* before);
 
+/// The one device of the graph's constants (a model's weights live with its activations), where a
+/// lowering puts the constants its native ops read with the activations; nothing for none or
+/// several.
+std::optional<c10::Device> constantsDevice(const Graph& g);
+
 /// `packed` as a new constant _packed_weight{i} (addConstant).
 Node* addPackedWeight(Graph& g, const std::set<std::string>& taken, at::Tensor packed, Node* before);
 
@@ -58,6 +63,11 @@ int64_t lowerStaticQuantizes(Graph& g, const std::set<std::string>& taken);
 /// dq -> max_pool2d -> q of the same qparams becomes pt2q.max_pool2d_q8 on the codes
 /// (convert/lower_static_pool.cpp). Returns how many.
 int64_t lowerStaticPools(Graph& g);
+
+/// dq -> elementwise unary ops (literal arguments) -> q becomes pt2q.lookup_q8 on the codes, its
+/// 256-entry table computed by running the chain on every code (convert/lower_static_unary.cpp).
+/// Returns how many.
+int64_t lowerStaticUnaries(Graph& g, const std::set<std::string>& taken);
 
 /// aten.linear on mx_dequantize(constant codes, constant scales) blocked along K, its input
 /// optionally mx_fake_quantize'd along K, becomes pt2q.linear_mx on the codes
