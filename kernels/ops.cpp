@@ -160,6 +160,11 @@ TORCH_LIBRARY(pt2q, m) {
   m.def(
       "add_q8(Tensor a, float a_scale, int a_zero_point, Tensor b, float b_scale, int b_zero_point, "
       "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127) -> Tensor");
+  // Static int8 multiply: add_q8's contract with dequantize_per_tensor(a) * dequantize_per_tensor(b)
+  // (XNNPACK's mul / mul-relu; a squeeze-excitation block's gate times its input, broadcast).
+  m.def(
+      "mul_q8(Tensor a, float a_scale, int a_zero_point, Tensor b, float b_scale, int b_zero_point, "
+      "float output_scale, int output_zero_point, int output_quant_min=-128, int output_quant_max=127) -> Tensor");
   // Max pooling of int8 or uint8 codes [N, C, H, W] (or [C, H, W]), windows as aten.max_pool2d's
   // (padding never wins). dequantize is monotonic and quantize inverts it exactly, so with the same
   // qparams before and after, dq -> max_pool2d -> q gives these codes (XNNPACK's and X86's max_pool2d

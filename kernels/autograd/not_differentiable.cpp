@@ -37,7 +37,7 @@ TORCH_LIBRARY_IMPL(pt2q, Autograd, m) {
            "mx_quantize", "mx_dequantize", "linear_mx",
            "pack_weight_int8", "pack_weight_int4", "linear_w8a16", "linear_w4a16", "linear_w8a8", "linear_w4a8",
            "quantize_per_token_int8",
-           "linear_q8", "conv2d_q8", "linear_q8_float", "conv2d_q8_float", "add_q8", "max_pool2d_q8", "lookup_q8",
+           "linear_q8", "conv2d_q8", "linear_q8_float", "conv2d_q8_float", "add_q8", "mul_q8", "max_pool2d_q8", "lookup_q8",
        }) {
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&pt2q::belowAutograd>());
   }

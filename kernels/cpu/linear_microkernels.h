@@ -120,12 +120,14 @@ using Q8RequantizeFn = void (*)(const float* t, const float* bias, const Q8RowRe
 /// multiply, then an add: the requantizing epilogue's y, unrounded).
 using Q8ScaleFn = void (*)(const float* t, const float* bias, int64_t n, float sx, float* out);
 /// add_q8's constants: each operand dequantized as torch does, dq(v) = (float(v) - z) * s in fp32,
-/// then `out` (its sx 1) on the two: the code of dq(a) + dq(b).
+/// then `out` (its sx 1) on the two: the code of dq(a) + dq(b); with multiply (mul_q8), of
+/// dq(a) * dq(b).
 struct Q8AddConsts {
   float sa, za, sb, zb;
   Q8Epilogue out;
+  bool multiply = false;
 };
-/// add_q8 over n elements of a and b (same shape, contiguous).
+/// add_q8 / mul_q8 over n elements of a and b (same shape, contiguous).
 using Q8AddFn = void (*)(const int8_t* a, const int8_t* b, int64_t n, const Q8AddConsts& c, int8_t* out);
 /// lookup_q8 over n bytes: out[i] = table[in[i]] (table: 256 bytes).
 using Q8LookupFn = void (*)(const uint8_t* in, int64_t n, const uint8_t* table, uint8_t* out);

@@ -18,13 +18,14 @@ __device__ __forceinline__ float codeValue(uint32_t flipped, int b) {
   return __uint_as_float(__byte_perm(flipped, 0x4B000000u, static_cast<uint32_t>(b) | 0x7540u)) - 8388736.0f;
 }
 
-// The code of dq(a) + dq(b) from the two codes as floats, as an int in [lo, hi]. rint(v) comes from
+// The code of dq(a) + dq(b) (or dq(a) * dq(b)) from the two codes as floats, as an int in [lo, hi]. rint(v) comes from
 // adding 1.5 * 2^23 (round half to even in the addition: |v| <= hi - lo + 2 keeps the sum's
 // exponent fixed, so its bits minus 1.5 * 2^23's are rint(v)) instead of a float-to-int conversion.
 __device__ __forceinline__ int codeOfSum(float fa, float fb, const AddQ8& k, int zo, int lo, int hi) {
   const float ya = __fmul_rn(__fsub_rn(fa, k.za), k.sa);
   const float yb = __fmul_rn(__fsub_rn(fb, k.zb), k.sb);
-  const float v = fminf(fmaxf(__fmul_rn(__fadd_rn(ya, yb), k.inv), k.lo - k.zo - 1.0f), k.hi - k.zo + 1.0f);
+  const float y = k.multiply ? __fmul_rn(ya, yb) : __fadd_rn(ya, yb);
+  const float v = fminf(fmaxf(__fmul_rn(y, k.inv), k.lo - k.zo - 1.0f), k.hi - k.zo + 1.0f);
   const int r = __float_as_int(__fadd_rn(v, 12582912.0f)) - 0x4B400000;
   return min(max(r + zo, lo), hi);
 }

@@ -16,6 +16,7 @@ struct AddQ8 {
   int64_t n = 0;
   float sa = 1.0f, za = 0.0f, sb = 1.0f, zb = 0.0f;           // dq(v) = (float(v) - z) * s
   float inv = 1.0f, zo = 0.0f, lo = -128.0f, hi = 127.0f;    // the output's quantization
+  bool multiply = false;                                     // mul_q8: dq(a) * dq(b)
 };
 
 cudaError_t addQ8(const AddQ8& a, cudaStream_t stream);

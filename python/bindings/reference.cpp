@@ -155,6 +155,13 @@ void bindReference(py::module_& m) {
       py::arg("b_zero_point"), py::arg("output_scale"), py::arg("output_zero_point"), py::arg("output_quant_min") = -128,
       py::arg("output_quant_max") = 127);
   m.def(
+      "mul_q8",
+      [](const at::Tensor& a, double sa, int64_t za, const at::Tensor& b, double sb, int64_t zb, double so, int64_t zo,
+         int64_t qmin, int64_t qmax) { return addQ8Ref(a, b, AddQ8Args{sa, sb, so, za, zb, zo, qmin, qmax, true}); },
+      py::arg("a"), py::arg("a_scale"), py::arg("a_zero_point"), py::arg("b"), py::arg("b_scale"),
+      py::arg("b_zero_point"), py::arg("output_scale"), py::arg("output_zero_point"), py::arg("output_quant_min") = -128,
+      py::arg("output_quant_max") = 127);
+  m.def(
       "max_pool2d_q8",
       [](const at::Tensor& x, std::vector<int64_t> ks, std::vector<int64_t> st, std::vector<int64_t> pad,
          std::vector<int64_t> dil, bool ceil_mode) { return maxPoolQ8Ref(x, ks, st, pad, dil, ceil_mode); },
