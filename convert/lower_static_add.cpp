@@ -1,6 +1,7 @@
-// lower-to-native, static adds: XNNPACKQuantizer's add / add-relu pattern, a per-tensor dequantize
-// on each input of aten.add, an optional relu, and a per-tensor quantize of the sum, becomes one
-// pt2q.add_q8 on the input codes: bit for bit the chain's codes (the op repeats torch's fp32
+// lower-to-native, static adds and multiplies: XNNPACKQuantizer's add / add-relu pattern, a
+// per-tensor dequantize on each input of aten.add, an optional relu, and a per-tensor quantize of
+// the sum, becomes one pt2q.add_q8 on the input codes, and its mul / mul-relu pattern (a
+// squeeze-excitation block's gate times its input) one pt2q.mul_q8: bit for bit the chain's codes (the op repeats torch's fp32
 // steps), the relu folded into the clamp's lower end (relu(y) quantizes to max(code(y),
 // zero_point)). Matched when the add has exactly two node operands, no alpha, and feeds only the
 // relu or the quantize (the in-place forms too, `out += identity` and nn.ReLU(inplace=True) as in
@@ -15,6 +16,7 @@
 //   %q = quantized_decomposed.quantize_per_tensor(%r, 0.06, -10, -128, 127, torch.int8)
 // After:
 //   %q = pt2q.add_q8(%qa, 0.02, -3, %qb, 0.05, 4, 0.06, -10, -10, 127)
+// (aten.mul.Tensor: pt2q.mul_q8 with the same arguments)
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -32,6 +34,7 @@ struct AddSite {
   PerTensor a, b, out;
   std::pair<int64_t, int64_t> clamp;  // the output codes' range, an activation folded (clampCodes)
   std::vector<Node*> to_int8;
+  bool mul = false;
 };
 
 std::optional<AddSite> match(Node* qn) {
@@ -39,7 +42,8 @@ std::optional<AddSite> match(Node* qn) {
   if (!closing) return std::nullopt;
   const PerTensor* q = &closing->q;
   Node* y = closing->op;
-  if (!isPureAdd(y) || y->users().size() != 1) return std::nullopt;
+  const bool mul = isPureMul(y);
+  if (!(mul || isPureAdd(y)) || y->users().size() != 1) return std::nullopt;
   auto a = perTensor(y->args()[0].node(), kDequantizePerTensor);
   auto b = perTensor(y->args()[1].node(), kDequantizePerTensor);
   if (!a || !b || a->is_uint8 != q->is_uint8 || b->is_uint8 != q->is_uint8) return std::nullopt;
@@ -48,7 +52,7 @@ std::optional<AddSite> match(Node* qn) {
     if (in->qmin - shift != -128 || in->qmax - shift != 127) return std::nullopt;
   }
   if (!(q->qmin - shift >= -128 && q->qmin <= q->qmax && q->qmax - shift <= 127)) return std::nullopt;
-  AddSite site{qn, *a, *b, *q, clampCodes(*closing), {}};
+  AddSite site{qn, *a, *b, *q, clampCodes(*closing), {}, mul};
   if (q->is_uint8) {
     for (const PerTensor* in : {&*a, &*b}) {
       auto from = in->input.isNode() ? uint8Group(in->input.node()) : std::nullopt;
@@ -72,7 +76,7 @@ int64_t lowerStaticAdds(Graph& g) {
                                s.b.node->args()[0], s.b.scale, s.b.zero_point - shift,
                                s.out.scale,         zo,        s.clamp.first - shift,
                                s.clamp.second - shift};
-    return std::make_pair(std::string("add_q8"), std::move(args));
+    return std::make_pair(std::string(s.mul ? "mul_q8" : "add_q8"), std::move(args));
   });
 }
 

@@ -46,8 +46,8 @@ std::optional<PerTensorWeight> perTensorWeight(const Graph& g, const Argument& d
 /// (convert/lower_static_to_native.cpp). Returns how many.
 int64_t lowerStaticChains(Graph& g, const std::set<std::string>& taken);
 
-/// Static int8 adds dq(a) + dq(b) [-> relu] -> q become pt2q.add_q8 on the codes
-/// (convert/lower_static_add.cpp). Returns how many.
+/// Static int8 adds dq(a) + dq(b) [-> relu] -> q become pt2q.add_q8 on the codes, and multiplies
+/// dq(a) * dq(b) [-> relu] -> q pt2q.mul_q8 (convert/lower_static_add.cpp). Returns how many.
 int64_t lowerStaticAdds(Graph& g);
 
 /// Linears and plain convolutions of dequantized int8 / uint8 codes with a static weight whose

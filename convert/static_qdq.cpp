@@ -131,14 +131,22 @@ std::pair<int64_t, int64_t> clampCodes(const ClosingQuantize& c) {
   return {code(c.lo), code(c.hi)};
 }
 
-bool isPureAdd(const Node* add) {
-  const bool in_place = add->target() == "aten.add_.Tensor";
-  if ((add->target() != "aten.add.Tensor" && !in_place) || add->args().size() != 2 || !add->kwargs().empty() ||
-      !add->args()[0].isNode() || !add->args()[1].isNode()) {
+namespace {
+
+bool isPureBinary(const Node* n, const std::string& op) {
+  const bool in_place = n->target() == "aten." + op + "_.Tensor";
+  if ((n->target() != "aten." + op + ".Tensor" && !in_place) || n->args().size() != 2 || !n->kwargs().empty() ||
+      !n->args()[0].isNode() || !n->args()[1].isNode()) {
     return false;
   }
-  return !in_place || add->args()[0].node()->users().size() == 1;
+  return !in_place || n->args()[0].node()->users().size() == 1;
 }
+
+}  // namespace
+
+bool isPureAdd(const Node* add) { return isPureBinary(add, "add"); }
+
+bool isPureMul(const Node* mul) { return isPureBinary(mul, "mul"); }
 
 std::optional<std::vector<Node*>> uint8Group(Node* qn) {
   auto q = perTensor(qn, kQuantizePerTensor);

@@ -86,6 +86,8 @@ std::pair<int64_t, int64_t> clampCodes(const ClosingQuantize& c);
 /// nothing else: for every user the two then compute the same value, and a lowering that reads the
 /// operands' codes instead loses nothing. Two tensor operands, no alpha.
 bool isPureAdd(const Node* add);
+/// The same for aten.mul.Tensor / aten.mul_.Tensor (`x *= y`).
+bool isPureMul(const Node* mul);
 
 /// A uint8 quantize and its dequantizes, which move to int8 together, or nothing when a user is
 /// not a dequantize of the same qparams.
