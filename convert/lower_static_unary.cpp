@@ -1,5 +1,5 @@
 // lower-to-native, elementwise unary chains: a per-tensor dequantize, then one or more elementwise
-// unary ops with literal arguments (hardtanh, hardswish, silu, sigmoid, gelu, ...; see kUnaryOps),
+// unary ops with literal arguments (hardtanh, hardswish, silu, sigmoid, gelu, ...; see unaryOps()),
 // then a per-tensor quantize, becomes pt2q.lookup_q8 on the codes. Each input code gives exactly
 // one output code, so the chain is a 256-entry table, computed here by running the chain's own
 // steps on the 256 codes: dequantize_per_tensor's fp32 arithmetic, the ops themselves through the

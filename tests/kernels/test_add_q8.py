@@ -17,22 +17,25 @@ QD = torch.ops.quantized_decomposed
 REF = _C.reference
 
 
-def chain(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127, relu=False):
-    y = QD.dequantize_per_tensor(a, sa, za, -128, 127, torch.int8) + QD.dequantize_per_tensor(b, sb, zb, -128, 127,
-                                                                                                 torch.int8)
+COMBINE = {"add_q8": torch.add, "mul_q8": torch.mul}  # the op each of the two computes on the dequantized pair
+
+
+def chain(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127, relu=False, op="add_q8"):
+    y = COMBINE[op](QD.dequantize_per_tensor(a, sa, za, -128, 127, torch.int8),
+                    QD.dequantize_per_tensor(b, sb, zb, -128, 127, torch.int8))
     if relu:
         y = torch.relu(y)
     return QD.quantize_per_tensor(y, so, zo, qmin, qmax, torch.int8)
 
 
-def check(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127, relu=False):
+def check(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127, relu=False, op="add_q8"):
     """The op (relu as the clamp's lower end) against the chain and the reference."""
     lo = max(qmin, zo) if relu else qmin
-    got = P.add_q8(a, sa, za, b, sb, zb, so, zo, lo, qmax)
-    want = chain(a, sa, za, b, sb, zb, so, zo, qmin, qmax, relu)
+    got = getattr(P, op)(a, sa, za, b, sb, zb, so, zo, lo, qmax)
+    want = chain(a, sa, za, b, sb, zb, so, zo, qmin, qmax, relu, op)
     assert got.dtype == torch.int8 and got.shape == want.shape
-    assert torch.equal(got, want), (sa, za, sb, zb, so, zo, (got.int() - want.int()).abs().max())
-    assert torch.equal(REF.add_q8(a, sa, za, b, sb, zb, so, zo, lo, qmax), want)
+    assert torch.equal(got, want), (op, sa, za, sb, zb, so, zo, (got.int() - want.int()).abs().max())
+    assert torch.equal(getattr(REF, op)(a, sa, za, b, sb, zb, so, zo, lo, qmax), want)
     return got
 
 
@@ -49,16 +52,20 @@ QPARAMS = [(0.02, 0, 0.02, 0, 0.04, 0), (0.0125, -3, 0.05, 7, 0.025, -10), (0.1,
            (123.4, 9, 0.001, 0, 1.7, 3), (1e30, 0, 1e30, 0, 1e30, 0)]
 
 
+def every_pair_checks(q, op="add_q8"):
+    a, b = every_pair()
+    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], op=op)
+    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], relu=True, op=op)
+    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], qmin=-100, qmax=90, op=op)
+
+
 @pytest.mark.parametrize("q", QPARAMS)
 def test_every_code_pair_matches_the_chain(q):
-    a, b = every_pair()
-    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5])
-    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], relu=True)
-    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], qmin=-100, qmax=90)
+    every_pair_checks(q)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_random_qparams_and_shapes(seed):
+def random_checks(seed, op="add_q8"):
+    """Random lengths (a tail in every vector width) and qparams."""
     g = torch.Generator().manual_seed(seed)
     for n in (0, 1, 7, 8, 15, 16, 17, 31, 33, 100, 4097):
         a = torch.randint(-128, 128, (n,), dtype=torch.int8, generator=g)
@@ -66,7 +73,12 @@ def test_random_qparams_and_shapes(seed):
         sa, sb, so = (float(torch.rand((), generator=g)) * 10 ** float(torch.randint(-4, 2, (), generator=g))
                       + 1e-6 for _ in range(3))
         za, zb, zo = (int(torch.randint(-128, 128, (), generator=g)) for _ in range(3))
-        check(a, sa, za, b, sb, zb, so, zo, relu=bool(seed % 2))
+        check(a, sa, za, b, sb, zb, so, zo, relu=bool(seed % 2), op=op)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_qparams_and_shapes(seed):
+    random_checks(seed)
 
 
 def test_broadcasting_and_layouts():
@@ -106,11 +118,11 @@ def test_opcheck():
     opcheck(P.add_q8.default, (a, 0.02, -3, b, 0.05, 4, 0.06, -10, -10, 127))
 
 
-def isa_check():
+def isa_check(op="add_q8"):
     a, b = every_pair()
     for q in QPARAMS:
-        check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], relu=True)
-        check(a[:1001], q[0], q[1], b[:1001], q[2], q[3], q[4], q[5])  # a tail in every width
+        check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], relu=True, op=op)
+        check(a[:1001], q[0], q[1], b[:1001], q[2], q[3], q[4], q[5], op=op)  # a tail in every width
 
 
 @pytest.mark.parametrize("cap,kernels", ISA_CASES)

@@ -17,35 +17,44 @@ pytestmark = [pytest.mark.cuda, needs_cuda_kernel("pt2q::add_q8")]
 P = torch.ops.pt2q
 
 
-def check(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127):
-    got = P.add_q8(a.cuda(), sa, za, b.cuda(), sb, zb, so, zo, qmin, qmax)
+def check(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127, op="add_q8"):
+    got = getattr(P, op)(a.cuda(), sa, za, b.cuda(), sb, zb, so, zo, qmin, qmax)
     assert got.is_cuda and got.dtype == torch.int8
-    want = P.add_q8(a, sa, za, b, sb, zb, so, zo, qmin, qmax)
-    assert torch.equal(got.cpu(), want), (sa, za, sb, zb, so, zo)
-    assert torch.equal(want, chain(a, sa, za, b, sb, zb, so, zo, qmin, qmax))
+    want = getattr(P, op)(a, sa, za, b, sb, zb, so, zo, qmin, qmax)
+    assert torch.equal(got.cpu(), want), (op, sa, za, sb, zb, so, zo)
+    assert torch.equal(want, chain(a, sa, za, b, sb, zb, so, zo, qmin, qmax, op=op))
     return got
+
+
+def every_pair_checks(q, op="add_q8"):
+    a, b = every_pair()
+    check(a, *q[:2], b, *q[2:], op=op)
+    check(a, *q[:2], b, *q[2:4], q[4], q[5], max(-128, q[5]), 127, op=op)  # relu's clamp
 
 
 @pytest.mark.parametrize("q", QPARAMS)
 def test_every_code_pair_matches_the_cpu(q):
-    a, b = every_pair()
-    check(a, *q[:2], b, *q[2:])
-    check(a, *q[:2], b, *q[2:4], q[4], q[5], max(-128, q[5]), 127)  # relu's clamp
+    every_pair_checks(q)
 
 
-def test_sizes_misalignment_and_broadcasting():
+def sizes_checks(op="add_q8"):
+    """Lengths around the 16-byte vectors, views one byte into their storage (the scalar path),
+    broadcasting."""
     g = torch.Generator().manual_seed(1)
     for n in (1, 15, 16, 17, 255, 4096 + 3, 1 << 20):
         a = torch.randint(-128, 128, (n + 1,), dtype=torch.int8, generator=g)
         b = torch.randint(-128, 128, (n + 1,), dtype=torch.int8, generator=g)
-        check(a[:n], 0.03, 2, b[:n], 0.07, -5, 0.05, 1)
-        # views one byte into their storage: the scalar path
-        got = P.add_q8(a.cuda()[1:], 0.03, 2, b.cuda()[1:], 0.07, -5, 0.05, 1)
-        assert torch.equal(got.cpu(), P.add_q8(a[1:], 0.03, 2, b[1:], 0.07, -5, 0.05, 1))
+        check(a[:n], 0.03, 2, b[:n], 0.07, -5, 0.05, 1, op=op)
+        got = getattr(P, op)(a.cuda()[1:], 0.03, 2, b.cuda()[1:], 0.07, -5, 0.05, 1)
+        assert torch.equal(got.cpu(), getattr(P, op)(a[1:], 0.03, 2, b[1:], 0.07, -5, 0.05, 1))
     x = torch.randint(-128, 128, (2, 8, 5, 5), dtype=torch.int8, generator=g)
     for other in (torch.randint(-128, 128, (1, 8, 1, 1), dtype=torch.int8, generator=g),
                   x.contiguous(memory_format=torch.channels_last)):
-        check(x, 0.03, 2, other, 0.07, -5, 0.05, 1)
+        check(x, 0.03, 2, other, 0.07, -5, 0.05, 1, op=op)
+
+
+def test_sizes_misalignment_and_broadcasting():
+    sizes_checks()
 
 
 def test_runs_its_kernel_and_errors():

@@ -5,46 +5,25 @@ vector width), a squeeze-excitation gate broadcast over its input, the fused rel
 reference implementation the same; every ISA's kernels; errors naming the op and the argument;
 opcheck."""
 
+import functools
+
 import pytest
 import torch
 from torch.library import opcheck
 
 import pt2q  # noqa: F401
-import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_decomposed)
-from pt2q import _C
+from tests.kernels import test_add_q8 as add
 from tests.kernels.test_add_q8 import QPARAMS, every_pair
 from tests.kernels.test_linear_weight_only import ISA_CASES, run_under_isa
 
 P = torch.ops.pt2q
-QD = torch.ops.quantized_decomposed
-REF = _C.reference
-
-
-def chain(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127, relu=False):
-    y = QD.dequantize_per_tensor(a, sa, za, -128, 127, torch.int8) * QD.dequantize_per_tensor(b, sb, zb, -128, 127,
-                                                                                                 torch.int8)
-    if relu:
-        y = torch.relu(y)
-    return QD.quantize_per_tensor(y, so, zo, qmin, qmax, torch.int8)
-
-
-def check(a, sa, za, b, sb, zb, so, zo, qmin=-128, qmax=127, relu=False):
-    """The op (relu as the clamp's lower end) against the chain and the reference."""
-    lo = max(qmin, zo) if relu else qmin
-    got = P.mul_q8(a, sa, za, b, sb, zb, so, zo, lo, qmax)
-    want = chain(a, sa, za, b, sb, zb, so, zo, qmin, qmax, relu)
-    assert got.dtype == torch.int8 and got.shape == want.shape
-    assert torch.equal(got, want), (sa, za, sb, zb, so, zo, (got.int() - want.int()).abs().max())
-    assert torch.equal(REF.mul_q8(a, sa, za, b, sb, zb, so, zo, lo, qmax), want)
-    return got
+chain = functools.partial(add.chain, op="mul_q8")
+check = functools.partial(add.check, op="mul_q8")
 
 
 @pytest.mark.parametrize("q", QPARAMS + [(0.05, 0, 0.004, -128, 0.0002, -128)])  # + a hardsigmoid gate's
 def test_every_code_pair_matches_the_chain(q):
-    a, b = every_pair()
-    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5])
-    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], relu=True)
-    check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], qmin=-100, qmax=90)
+    add.every_pair_checks(q, op="mul_q8")
 
 
 def test_overflowing_products_saturate_as_the_chain():
@@ -55,14 +34,7 @@ def test_overflowing_products_saturate_as_the_chain():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_qparams_and_shapes(seed):
-    g = torch.Generator().manual_seed(seed)
-    for n in (0, 1, 7, 8, 15, 16, 17, 31, 33, 100, 4097):
-        a = torch.randint(-128, 128, (n,), dtype=torch.int8, generator=g)
-        b = torch.randint(-128, 128, (n,), dtype=torch.int8, generator=g)
-        sa, sb, so = (float(torch.rand((), generator=g)) * 10 ** float(torch.randint(-4, 2, (), generator=g))
-                      + 1e-6 for _ in range(3))
-        za, zb, zo = (int(torch.randint(-128, 128, (), generator=g)) for _ in range(3))
-        check(a, sa, za, b, sb, zb, so, zo, relu=bool(seed % 2))
+    add.random_checks(seed, op="mul_q8")
 
 
 def test_squeeze_excitation_broadcast():
@@ -93,10 +65,7 @@ def test_opcheck():
 
 
 def isa_check():
-    a, b = every_pair()
-    for q in QPARAMS:
-        check(a, q[0], q[1], b, q[2], q[3], q[4], q[5], relu=True)
-        check(a[:1001], q[0], q[1], b[:1001], q[2], q[3], q[4], q[5])  # a tail in every width
+    add.isa_check(op="mul_q8")
 
 
 @pytest.mark.parametrize("cap,kernels", ISA_CASES)
